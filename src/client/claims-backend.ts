@@ -1,0 +1,123 @@
+/**
+ * `ClaimsBackend`: the seed's shiftlock `Backend` interface in TypeScript.
+ *
+ * Guarantees (every implementation: HTTP and in-memory):
+ * - All ownership mutations are atomic: at most one generation holds a committed fencing
+ *   token of a claim at a time; tokens are `bigint` and never decrease.
+ * - Refusals reject with {@link ShiftlockError} carrying a SPEC code (`claim_held`,
+ *   `stale_token`, …); the same code for the same situation in every implementation.
+ * - Passing an `operationId` makes a mutation safe to retry: the retry returns the first
+ *   result without side effects.
+ * - `signal` cancels the wait for a response; it does not undo a mutation the server may
+ *   already have applied (retry with the same `operationId` to find out).
+ *
+ * Does not: validate generation registration (an unregistered id may acquire), or renew
+ * leases on its own (the handoff runtime does that).
+ */
+import type { ClaimEventReason, ClaimRecord } from "../protocol/claims.ts";
+import type { GenerationRecord, GenerationState } from "../protocol/generations.ts";
+
+export type { ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState };
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Cancels waiting for the call (Go's context). */
+  signal?: AbortSignal | undefined;
+}
+
+export interface AcquireRequest {
+  claimName: string;
+  generationId: string;
+  /** Lease duration, 100 ms … 24 h. */
+  ttlMs: number;
+  /** Only acquire when nobody (not even the caller) holds the claim. */
+  allowEmptyOnly?: boolean;
+  operationId?: string;
+}
+
+export interface RenewRequest {
+  claimName: string;
+  generationId: string;
+  token: bigint;
+  ttlMs: number;
+  operationId?: string;
+}
+
+export interface TransferRequest {
+  claimName: string;
+  fromGeneration: string;
+  toGeneration: string;
+  token: bigint;
+  /** How long the reservation holds before it expires. */
+  ttlMs: number;
+  operationId?: string;
+}
+
+export interface CommitRequest {
+  claimName: string;
+  fromGeneration: string;
+  toGeneration: string;
+  expectedToken: bigint;
+  /** The successor's lease duration. */
+  ttlMs: number;
+  operationId?: string;
+}
+
+export interface AbortRequest {
+  claimName: string;
+  fromGeneration: string;
+  toGeneration: string;
+  expectedToken: bigint;
+  operationId?: string;
+}
+
+export interface ReleaseRequest {
+  claimName: string;
+  generationId: string;
+  token: bigint;
+  operationId?: string;
+}
+
+export interface RegisterGenerationRequest {
+  id: string;
+  service: string;
+  instanceId: string;
+}
+
+export interface UpdateGenerationRequest {
+  id: string;
+  state: GenerationState;
+  reason?: string;
+}
+
+/** What a claim watch yields: first a snapshot (unless resuming), then events in version order. */
+export type ClaimWatchItem =
+  | { type: "snapshot"; claim: ClaimRecord | null; truncated: boolean }
+  | { type: "event"; reason: ClaimEventReason; claim: ClaimRecord; timeMs: number };
+
+export interface WatchClaimOptions extends CallOptions {
+  /** Resume after this version: replay retained events with a greater version. */
+  afterVersion?: bigint;
+}
+
+/** A live watch. Iterate it; `close()` (or the signal) ends the iteration. */
+export interface ClaimWatch extends AsyncIterable<ClaimWatchItem> {
+  close(): void;
+}
+
+export interface ClaimsBackend {
+  registerGeneration(req: RegisterGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
+  acquireClaim(req: AcquireRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  prepareTransfer(req: TransferRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  commitTransfer(req: CommitRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  /** Resolves with the released record. */
+  releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch;
+  updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
+  getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord>;
+  getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord>;
+  /** Stop watches and refuse further calls. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,4 @@
+// Placeholder: replaced by the real object.
+import { DurableObject } from "cloudflare:workers";
+
+export class GenerationObject extends DurableObject<Env> {}

@@ -1,0 +1,85 @@
+/**
+ * Request bodies and query strings: size limit, JSON parsing and schema validation.
+ *
+ * Guarantees: a body over {@link BODY_LIMIT_BYTES} is `payload_too_large` (65,536 bytes is
+ * accepted); malformed JSON, wrong types and unknown fields are `invalid_request` whose
+ * `error.field` names the first offending field. Validation happens before any Durable
+ * Object is touched, so bad input changes nothing.
+ */
+import type { Context } from "hono";
+import type { z } from "zod";
+import { ShiftlockError } from "../protocol/errors.ts";
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Read the body as text, refusing anything larger than the limit. */
+export async function readBodyText(request: Request): Promise<string> {
+  const declared = Number(request.headers.get("Content-Length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw new ShiftlockError("payload_too_large");
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > BODY_LIMIT_BYTES) {
+      await reader.cancel();
+      throw new ShiftlockError("payload_too_large");
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw new ShiftlockError("invalid_request", "body is not valid UTF-8", { field: "body" });
+  }
+}
+
+/** Turn a zod failure into `invalid_request` naming the field. */
+export function invalidFromZod(error: z.ZodError, fallbackField: string): ShiftlockError {
+  const issue = error.issues[0];
+  const path = issue?.path.map(String).join(".") ?? "";
+  const unknownKeys = issue?.code === "unrecognized_keys" ? issue.keys : undefined;
+  const field = unknownKeys?.[0] ?? (path === "" ? fallbackField : path);
+  const message = unknownKeys !== undefined ? `unknown field "${field}"` : `${field}: ${issue?.message ?? "invalid"}`;
+  return new ShiftlockError("invalid_request", message, { field });
+}
+
+/** Parse and validate a JSON body. An empty body is treated as `{}`. */
+export async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+  const text = await readBodyText(c.req.raw);
+  let value: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new ShiftlockError("invalid_request", "body is not valid JSON", { field: "body" });
+    }
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw invalidFromZod(parsed.error, "body");
+  return parsed.data;
+}
+
+/** Validate the query string (each parameter at most once). */
+export function queryParams<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
+  const url = new URL(c.req.url);
+  const value: Record<string, string> = {};
+  for (const [key, v] of url.searchParams) {
+    if (Object.hasOwn(value, key)) {
+      throw new ShiftlockError("invalid_request", `query parameter ${key} given twice`, { field: key });
+    }
+    value[key] = v;
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw invalidFromZod(parsed.error, "query");
+  return parsed.data;
+}

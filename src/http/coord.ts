@@ -1,0 +1,5 @@
+// Placeholder: replaced by the real routes.
+import { Hono } from "hono";
+import type { AppEnv } from "./app-env.ts";
+
+export const coordRoutes = new Hono<AppEnv>();

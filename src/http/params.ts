@@ -1,0 +1,31 @@
+/**
+ * Path parameters: names travel percent-encoded (a `/` inside a name is `%2F`).
+ *
+ * Guarantees: a path whose percent-encoding is malformed, or a name that breaks the
+ * SPEC §2 name rules, is `invalid_request` naming the parameter, before any object is
+ * addressed.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { nameProblem } from "../protocol/names.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
+
+/** Reject paths that are not valid percent-encoded UTF-8 (Hono would keep them raw). */
+export const strictPathEncoding: MiddlewareHandler = async (c, next) => {
+  const path = new URL(c.req.url).pathname;
+  for (const segment of path.split("/")) {
+    try {
+      decodeURIComponent(segment);
+    } catch {
+      throw new ShiftlockError("invalid_request", "path is not valid percent-encoded UTF-8", { field: "path" });
+    }
+  }
+  await next();
+};
+
+/** The decoded, validated name in path parameter `key`. */
+export function nameParam(c: Context, key: string): string {
+  const value = c.req.param(key) ?? "";
+  const problem = nameProblem(value);
+  if (problem !== undefined) throw new ShiftlockError("invalid_request", `${key} ${problem}`, { field: key });
+  return value;
+}

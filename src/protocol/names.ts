@@ -1,0 +1,35 @@
+/**
+ * Names (namespace, claim, generation id, volume, store, key, participant, operation id).
+ *
+ * Guarantees: a valid name is 1–256 bytes of UTF-8 with no control characters (Unicode Cc,
+ * which includes DEL) and no lone surrogates (which have no UTF-8 form). Validation is the
+ * same in the server, the client and the in-memory backends.
+ */
+import { z } from "zod";
+
+export const NAME_MAX_BYTES = 256;
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /\p{Cc}/u;
+const LONE_SURROGATE = /\p{Cs}/u;
+const encoder = new TextEncoder();
+
+/** Why `value` is not a valid name, or undefined when it is. */
+export function nameProblem(value: string): string | undefined {
+  if (value.length === 0) return "must not be empty";
+  if (LONE_SURROGATE.test(value)) return "must be valid UTF-8";
+  if (CONTROL.test(value)) return "must not contain control characters";
+  if (encoder.encode(value).byteLength > NAME_MAX_BYTES) return `must be at most ${NAME_MAX_BYTES} bytes of UTF-8`;
+  return undefined;
+}
+
+/** True when `value` is a valid name. */
+export function isValidName(value: string): boolean {
+  return nameProblem(value) === undefined;
+}
+
+/** zod schema for a name. */
+export const nameSchema = z.string().superRefine((value, ctx) => {
+  const problem = nameProblem(value);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+});

@@ -1,0 +1,80 @@
+/**
+ * Start the real server the way README's `npm start` does (same script, same flags), on a
+ * free port and a fresh state directory, and stop it afterwards.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface RunningServer {
+  url: string;
+  stateDir: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The `npm start` command line with its port and state directory replaced. */
+export function startCommand(port: number, stateDir: string): string {
+  const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> };
+  const start = pkg.scripts["start"];
+  if (start === undefined) throw new Error("package.json has no start script");
+  return start
+    .replace("--port 8787", `--port ${port}`)
+    .replace("--persist-to .wrangler/state", `--persist-to ${stateDir}`)
+    .replace(/^wrangler /, "npx wrangler ");
+}
+
+export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlock-e2e-"))): Promise<RunningServer> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(startCommand(port, stateDir), {
+    shell: true,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+  });
+  let output = "";
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null || Date.now() > deadline) {
+      throw new Error(`server did not start (exit ${child.exitCode}):\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    stateDir,
+    async stop() {
+      if (child.exitCode === null && child.pid !== undefined) {
+        const exited = new Promise((r) => child.once("exit", r));
+        process.kill(-child.pid, "SIGTERM");
+        await exited;
+      }
+    },
+  };
+}
+
+export function removeState(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,46 @@
+// One `vitest run` drives three projects:
+// - unit:   Node; pure machines, codecs, the client and the in-memory backends.
+// - worker: vitest-pool-workers (workerd); routes, Durable Objects, alarms, WebSockets.
+// - e2e:    Node against the real server started the way README's `npm start` does.
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+/** Tokens the worker tests authenticate with (never used outside tests). */
+export const TEST_AUTH_TOKENS = JSON.stringify([
+  { token: "test-write-all", role: "write", namespaces: "*" },
+  { token: "test-read-all", role: "read", namespaces: "*" },
+  { token: "test-write-alpha", role: "write", namespaces: ["alpha"] },
+]);
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts", "test/contract/memory-*.test.ts"],
+          environment: "node",
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { AUTH_TOKENS: TEST_AUTH_TOKENS } },
+          }),
+        ],
+        test: { name: "worker", include: ["test/worker/**/*.test.ts"] },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts", "test/contract/server-*.test.ts"],
+          environment: "node",
+          globalSetup: ["test/e2e/global-setup.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
