@@ -17,7 +17,7 @@ export async function readBodyText(request: Request): Promise<string> {
   const declared = Number(request.headers.get("Content-Length") ?? "NaN");
   if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw new ShiftlockError("payload_too_large");
   if (request.body === null) return "";
-  const reader = request.body.getReader();
+  const reader = (request.body as ReadableStream<Uint8Array>).getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {

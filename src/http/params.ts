@@ -5,7 +5,7 @@
  * SPEC §2 name rules, is `invalid_request` naming the parameter, before any object is
  * addressed.
  */
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { nameProblem } from "../protocol/names.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 
@@ -23,7 +23,12 @@ export const strictPathEncoding: MiddlewareHandler = async (c, next) => {
 };
 
 /** The decoded, validated name in path parameter `key`. */
-export function nameParam(c: Context, key: string): string {
+/** Anything with Hono's `req.param` (any route's context). */
+export interface HasParams {
+  req: { param(key: string): string | undefined };
+}
+
+export function nameParam(c: HasParams, key: string): string {
   const value = c.req.param(key) ?? "";
   const problem = nameProblem(value);
   if (problem !== undefined) throw new ShiftlockError("invalid_request", `${key} ${problem}`, { field: key });

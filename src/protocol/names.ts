@@ -9,7 +9,6 @@ import { z } from "zod";
 
 export const NAME_MAX_BYTES = 256;
 
-// eslint-disable-next-line no-control-regex
 const CONTROL = /\p{Cc}/u;
 const LONE_SURROGATE = /\p{Cs}/u;
 const encoder = new TextEncoder();
