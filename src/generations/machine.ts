@@ -1,0 +1,167 @@
+/**
+ * The generation state machine (SPEC §3 "Generations"): the legal-transition table and the
+ * register / patch decisions, as pure functions of (record, command, nowMs).
+ *
+ * Guarantees:
+ * - {@link LEGAL_TRANSITIONS} is the only statement of which moves are legal; `retired` and
+ *   `failed` are final (no move leaves them).
+ * - Registering the same (id, service, instanceId) again returns the current record unchanged:
+ *   it never resets the state, the start time or the reason. A different service or instance
+ *   is refused with `generation_exists` (carrying the existing record).
+ * - A patch to the current state is always legal (also in a final state, so a retried
+ *   "retire" succeeds) and only updates `reason` and `updatedAtMs`.
+ * - `updatedAtMs` never decreases, even if the clock steps back.
+ *
+ * Does not: read the clock, touch storage or know about HTTP (the Durable Object and the
+ * in-memory backend wrap these decisions). Claims never consult generations.
+ */
+import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
+import type { ErrorCode, ErrorDetails } from "../protocol/errors.ts";
+import type {
+  GenerationRecord,
+  GenerationState,
+  PatchGenerationBody,
+  RegisterGenerationBody,
+} from "../protocol/generations.ts";
+import { GENERATION_STATES } from "../protocol/generations.ts";
+import type { WireResponse } from "../claims/response.ts";
+
+/** The reason of a freshly registered generation (the Go coordinator's `registered`). */
+export const REGISTERED_REASON = "registered";
+
+/**
+ * SPEC §3: for each state, the states it may move to. A state missing from its own list
+ * is still allowed as a same-state patch (see {@link canTransition}).
+ */
+export const LEGAL_TRANSITIONS: Readonly<Record<GenerationState, readonly GenerationState[]>> = {
+  joining: ["standby", "preparing", "failed", "retired"],
+  standby: ["preparing", "active", "failed", "retired"],
+  preparing: ["standby", "active", "failed", "retired"],
+  active: ["draining", "transferring", "retired", "failed"],
+  draining: ["transferring", "active", "retired", "failed"],
+  transferring: ["retired", "active", "failed", "standby"],
+  retired: [],
+  failed: [],
+};
+
+/** True for `retired` and `failed`, which no move leaves. */
+export function isFinalState(state: GenerationState): boolean {
+  return LEGAL_TRANSITIONS[state].length === 0;
+}
+
+/** True when a patch from `from` to `to` is legal (the same state always is). */
+export function canTransition(from: GenerationState, to: GenerationState): boolean {
+  return from === to || LEGAL_TRANSITIONS[from].includes(to);
+}
+
+/** True for strings that are one of the eight states. */
+export function isGenerationState(value: unknown): value is GenerationState {
+  return typeof value === "string" && (GENERATION_STATES as readonly string[]).includes(value);
+}
+
+/** A refusal as data: a SPEC code, its message and the details rendered inside `error`. */
+export interface GenerationRefusal {
+  code: Extract<ErrorCode, "generation_exists" | "generation_not_found" | "invalid_state">;
+  message: string;
+  details: ErrorDetails;
+}
+
+/**
+ * What a command decided. `next` is the record to persist when `changed` (the caller saves
+ * it); `record` is what the caller answers with.
+ */
+export type GenerationDecision =
+  | { ok: true; record: GenerationRecord; changed: boolean; created: boolean }
+  | { ok: false; refusal: GenerationRefusal };
+
+/**
+ * Register `req.id`.
+ *
+ * 1. Absent: create it in `joining`, started = updated = now, reason `registered`.
+ * 2. Present with the same service and instance: the current record, unchanged.
+ * 3. Present with another service or instance: `generation_exists`.
+ *
+ * @param existing the stored record of `req.id`, if any
+ * @param nowMs the object's clock, epoch milliseconds
+ */
+export function decideRegister(
+  existing: GenerationRecord | undefined,
+  req: RegisterGenerationBody,
+  nowMs: number,
+): GenerationDecision {
+  if (existing === undefined) {
+    const record: GenerationRecord = {
+      id: req.id,
+      service: req.service,
+      instanceId: req.instanceId,
+      state: "joining",
+      startedAtMs: nowMs,
+      updatedAtMs: nowMs,
+      reason: REGISTERED_REASON,
+    };
+    return { ok: true, record, changed: true, created: true };
+  }
+  if (existing.service !== req.service || existing.instanceId !== req.instanceId) {
+    return {
+      ok: false,
+      refusal: {
+        code: "generation_exists",
+        message: `generation ${JSON.stringify(req.id)} is registered by another service or instance`,
+        details: { generation: existing },
+      },
+    };
+  }
+  return { ok: true, record: existing, changed: false, created: false };
+}
+
+/**
+ * Move a generation to `req.state`.
+ *
+ * 1. Absent: `generation_not_found` (a patch never creates).
+ * 2. Same state: reason = `req.reason` when given (else kept), updated = now.
+ * 3. Legal move: state = `req.state`, reason = `req.reason ?? ""`, updated = now.
+ * 4. Anything else: `invalid_state` with `from` and `to`.
+ *
+ * @param nowMs the object's clock, epoch milliseconds
+ */
+export function decidePatch(
+  existing: GenerationRecord | undefined,
+  req: PatchGenerationBody,
+  nowMs: number,
+): GenerationDecision {
+  if (existing === undefined) {
+    return { ok: false, refusal: { code: "generation_not_found", message: "generation not found", details: {} } };
+  }
+  const from = existing.state;
+  const to = req.state;
+  if (!canTransition(from, to)) {
+    const why = isFinalState(from) ? `${from} is final` : `${from} may move to ${LEGAL_TRANSITIONS[from].join(", ")}`;
+    return {
+      ok: false,
+      refusal: {
+        code: "invalid_state",
+        message: `illegal transition ${from} -> ${to} (${why})`,
+        details: { from, to },
+      },
+    };
+  }
+  // A move without a reason must not keep the previous move's reason: it would describe the wrong transition.
+  const reason = from === to ? (req.reason ?? existing.reason) : (req.reason ?? "");
+  const record: GenerationRecord = {
+    ...existing,
+    state: to,
+    reason,
+    updatedAtMs: Math.max(existing.updatedAtMs, nowMs),
+  };
+  return { ok: true, record, changed: true, created: false };
+}
+
+/**
+ * Render a decision for the wire: `{"generation": record}` with 200, or the SPEC envelope.
+ * Registration answers 200 both on creation and on a repeat (SPEC names no 201 for it).
+ */
+export function generationDecisionToResponse(decision: GenerationDecision): WireResponse {
+  if (decision.ok) return { status: 200, body: { generation: decision.record } };
+  const { code, message, details } = decision.refusal;
+  return { status: ERROR_STATUS[code], body: errorEnvelope(code, message, details) };
+}
