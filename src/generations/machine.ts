@@ -15,8 +15,8 @@
  * Does not: read the clock, touch storage or know about HTTP (the Durable Object and the
  * in-memory backend wrap these decisions). Claims never consult generations.
  */
-import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
-import type { ErrorCode, ErrorDetails } from "../protocol/errors.ts";
+import { ERROR_STATUS } from "../protocol/errors.ts";
+import type { ErrorCode } from "../protocol/errors.ts";
 import type {
   GenerationRecord,
   GenerationState,
@@ -24,7 +24,6 @@ import type {
   RegisterGenerationBody,
 } from "../protocol/generations.ts";
 import { GENERATION_STATES } from "../protocol/generations.ts";
-import type { WireResponse } from "../claims/response.ts";
 
 /** The reason of a freshly registered generation (the Go coordinator's `registered`). */
 export const REGISTERED_REASON = "registered";
@@ -63,7 +62,14 @@ export function isGenerationState(value: unknown): value is GenerationState {
 export interface GenerationRefusal {
   code: Extract<ErrorCode, "generation_exists" | "generation_not_found" | "invalid_state">;
   message: string;
-  details: ErrorDetails;
+  details: GenerationRefusalDetails;
+}
+
+/** What a refusal carries inside `error`: the existing record, or the refused move. */
+export interface GenerationRefusalDetails {
+  generation?: GenerationRecord;
+  from?: GenerationState;
+  to?: GenerationState;
 }
 
 /**
@@ -157,11 +163,21 @@ export function decidePatch(
 }
 
 /**
+ * A response as plain, precisely typed data: what the Durable Object returns over RPC (an
+ * `unknown` body would make the RPC stub's return type `never`).
+ */
+export interface GenerationWireResponse {
+  status: number;
+  body: { generation: GenerationRecord } | { error: GenerationRefusalDetails & { code: ErrorCode; message: string } };
+}
+
+/**
  * Render a decision for the wire: `{"generation": record}` with 200, or the SPEC envelope.
  * Registration answers 200 both on creation and on a repeat (SPEC names no 201 for it).
  */
-export function generationDecisionToResponse(decision: GenerationDecision): WireResponse {
+export function generationDecisionToResponse(decision: GenerationDecision): GenerationWireResponse {
   if (decision.ok) return { status: 200, body: { generation: decision.record } };
   const { code, message, details } = decision.refusal;
-  return { status: ERROR_STATUS[code], body: errorEnvelope(code, message, details) };
+  // Same shape as `errorEnvelope`, typed precisely so it is serializable over Durable Object RPC.
+  return { status: ERROR_STATUS[code], body: { error: { ...details, code, message } } };
 }
