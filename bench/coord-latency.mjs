@@ -1,0 +1,149 @@
+/**
+ * Coord latency phases:
+ * - hand-over: how long from the holder's release (`DELETE …/leases/{id}` sent) until the
+ *   next waiter, queued with `waitMs`, receives its 201 grant;
+ * - fan-out: how long from a publish being sent until each of 1, 100 or 1,000 watchers of
+ *   the scope receives the matching event.
+ *
+ * Guarantees: hand-over releases only once the server has reported the waiter queued (its
+ * `wantLock` event on a watch of the scope), so every sample is a real queued hand-over,
+ * never a race with an idle scope. Fan-out waits for every watcher to receive publish k
+ * before sending k+1, matches events by generation, and counts missing deliveries instead of
+ * hiding them. All times are the client's `performance.now()`: they include the client's own
+ * event-loop delay, which grows with the number of sockets it parses.
+ */
+import { expectStatus } from "./http.mjs";
+import { round, summarize } from "./stats.mjs";
+import { closeAll, openWatchers } from "./watchers.mjs";
+
+const TTL_MS = 15_000;
+
+/** @param {string} s */
+const enc = (s) => encodeURIComponent(s);
+
+/**
+ * @param {import("./throughput.mjs").PhaseContext} ctx
+ * @param {string} volume
+ */
+function scopeUrls(ctx, volume) {
+  const path = `/v1/ns/${enc(ctx.ns)}/volumes/${enc(volume)}/stores/main`;
+  return { http: `${ctx.url}${path}`, ws: `${ctx.url.replace(/^http/, "ws")}${path}/watch` };
+}
+
+/**
+ * Resolve with the next event `accept` takes, or reject after `timeoutMs`.
+ * @param {import("./watchers.mjs").Watcher} watcher
+ * @param {(msg: any) => boolean} accept
+ * @param {number} timeoutMs
+ */
+function nextEvent(watcher, accept, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      watcher.onEvent = undefined;
+      reject(new Error(`no matching event within ${timeoutMs} ms`));
+    }, timeoutMs);
+    watcher.onEvent = (msg) => {
+      if (!accept(msg)) return;
+      clearTimeout(timer);
+      watcher.onEvent = undefined;
+      resolve(msg);
+    };
+  });
+}
+
+/**
+ * Alternate two participants: one holds, the other queues with waitMs, the holder releases.
+ * @param {import("./throughput.mjs").PhaseContext} ctx
+ * @param {number} rounds maximum hand-overs
+ */
+export async function handover(ctx, rounds) {
+  const scope = scopeUrls(ctx, "bench-handover");
+  const { watchers } = await openWatchers(scope.ws, ctx.token, 1);
+  const watcher = watchers[0];
+  const samples = [];
+  const acquire = (participantId, waitMs) =>
+    ctx.client.call("POST", `${scope.http}/leases`, { participantId, ttlMs: TTL_MS, waitMs });
+  let holder = expectStatus(await acquire("p-0", 0), 201, "first lease").lease;
+  const deadline = performance.now() + ctx.durationMs * 3;
+  try {
+    for (let i = 1; i <= rounds && performance.now() < deadline; i++) {
+      const queued = nextEvent(watcher, (m) => m.wantLock === true, 10_000);
+      const waiter = acquire(`p-${i % 2}`, 10_000);
+      await queued;
+      const t0 = performance.now();
+      const released = ctx.client.call("DELETE", `${scope.http}/leases/${enc(holder.leaseId)}`);
+      const granted = await waiter;
+      const t1 = performance.now();
+      expectStatus(await released, 204, "release");
+      holder = expectStatus(granted, 201, "queued lease").lease;
+      samples.push(t1 - t0);
+    }
+  } finally {
+    await ctx.client.call("DELETE", `${scope.http}/leases/${enc(holder.leaseId)}`);
+    closeAll(watchers);
+  }
+  return { latency: summarize(samples) };
+}
+
+/**
+ * Publish `publishes` times to a scope watched by `n` sockets.
+ * @param {import("./throughput.mjs").PhaseContext} ctx
+ * @param {number} n watchers
+ * @param {number} publishes
+ */
+export async function fanout(ctx, n, publishes) {
+  const scope = scopeUrls(ctx, `bench-fanout-${n}`);
+  const { watchers, readyMs } = await openWatchers(scope.ws, ctx.token, n);
+  const deliveries = [];
+  const lastDelivery = [];
+  const publishReply = [];
+  let missing = 0;
+  const lease = expectStatus(
+    await ctx.client.call("POST", `${scope.http}/leases`, { participantId: "publisher", ttlMs: TTL_MS }),
+    201,
+    "lease",
+  ).lease;
+  const leaseUrl = `${scope.http}/leases/${enc(lease.leaseId)}`;
+  try {
+    let generation = BigInt(
+      expectStatus(await ctx.client.call("GET", `${scope.http}/snapshot`), 200, "snapshot").generation,
+    );
+    for (let k = 0; k < publishes; k++) {
+      const expected = String(generation + 1n);
+      const arrivals = [];
+      const all = new Promise((resolve) => {
+        const seen = new Set();
+        for (const w of watchers) {
+          w.onEvent = (msg, at) => {
+            if (String(msg.generation) !== expected || seen.has(w)) return;
+            seen.add(w);
+            arrivals.push(at);
+            if (arrivals.length === watchers.length) resolve(undefined);
+          };
+        }
+      });
+      const t0 = performance.now();
+      const reply = await ctx.client.call("POST", `${leaseUrl}/publish`, { root: { k } });
+      publishReply.push(performance.now() - t0);
+      generation = BigInt(expectStatus(reply, 200, "publish").generation);
+      let timer;
+      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+      clearTimeout(timer);
+      missing += watchers.length - arrivals.length;
+      for (const at of arrivals) deliveries.push(at - t0);
+      if (arrivals.length > 0) lastDelivery.push(Math.max(...arrivals) - t0);
+    }
+  } finally {
+    await ctx.client.call("DELETE", leaseUrl);
+    closeAll(watchers);
+  }
+  return {
+    watchers: n,
+    publishes,
+    connectAllMs: round(readyMs, 0),
+    publishReply: summarize(publishReply),
+    delivery: summarize(deliveries),
+    lastWatcher: summarize(lastDelivery),
+    missing,
+  };
+}

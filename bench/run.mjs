@@ -1,0 +1,208 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench`: measure the server `npm start` runs, on loopback, and print a table.
+ *
+ *   node bench/run.mjs [--duration=10] [--phases=healthz,claims,coord,handover,fanout]
+ *                      [--max-watchers=1000] [--write-doc]
+ *
+ * Each measurement gets its own freshly started server (same `start` script, free port,
+ * temporary state directory), because `wrangler dev` grows by about 1 GB per 17k requests;
+ * the server's memory at the end of each measurement is reported. Every loop is bounded by
+ * time and count and the whole run by a hard limit, so it always stops by itself.
+ * Results go to bench/results/latest.json; `--write-doc` also rewrites the generated
+ * section of docs/BENCHMARKS.md. Not part of `npm test`: speed is measured here, not asserted.
+ */
+import { cpus, loadavg, totalmem, release } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { makeClient } from "./http.mjs";
+import { startServer } from "./server.mjs";
+import { claimCycles, coordCycles, healthz } from "./throughput.mjs";
+import { fanout, handover } from "./coord-latency.mjs";
+import { round } from "./stats.mjs";
+
+const TOKEN = "dev-token";
+const HARD_LIMIT_MS = 14 * 60_000;
+
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, "").split("=");
+    return [k, v ?? "true"];
+  }),
+);
+const durationMs = Number(args.duration ?? 10) * 1000;
+const phases = new Set((args.phases ?? "healthz,claims,coord,handover,fanout").split(","));
+const maxWatchers = Number(args["max-watchers"] ?? 1000);
+
+const hardStop = setTimeout(() => {
+  console.error(`bench: hard limit of ${HARD_LIMIT_MS / 60_000} min reached, stopping`);
+  process.exit(2);
+}, HARD_LIMIT_MS);
+hardStop.unref();
+
+const client = await makeClient(TOKEN);
+const machine = {
+  nproc: cpus().length,
+  cpu: cpus()[0]?.model ?? "unknown",
+  memoryGiB: round(totalmem() / 2 ** 30, 1),
+  node: process.version,
+  os: `${process.platform} ${release()}`,
+};
+const results = {
+  command: `node bench/run.mjs ${process.argv.slice(2).join(" ")}`.trim(),
+  startedAt: new Date().toISOString(),
+  machine,
+  client: client.name,
+  server: "wrangler dev (the `npm start` script), fresh state directory per measurement",
+  durationSeconds: durationMs / 1000,
+  measurements: [],
+};
+console.log(`shiftlock bench — ${machine.nproc} cores, ${machine.memoryGiB} GiB, node ${machine.node}`);
+console.log(`client: ${client.name}`);
+if ((loadavg()[0] ?? 0) > machine.nproc) {
+  console.log(`warning: load average ${round(loadavg()[0] ?? 0, 1)} > ${machine.nproc} cores: figures will be low`);
+}
+console.log("");
+
+/**
+ * Run one measurement against its own fresh server; a failure is recorded, not fatal.
+ * @param {string} name
+ * @param {object} params
+ * @param {(ctx: object) => Promise<object>} fn
+ */
+async function measurement(name, params, fn) {
+  process.stdout.write(`${name.padEnd(44)} `);
+  const server = await startServer();
+  const ns = `bench-${crypto.randomUUID().slice(0, 8)}`;
+  const ctx = { url: server.url, client, ns, token: TOKEN, durationMs, maxCycles: 20_000 };
+  const entry = { name, ...params };
+  try {
+    Object.assign(entry, await fn(ctx));
+  } catch (err) {
+    entry.error = err instanceof Error ? err.message : String(err);
+  }
+  entry.serverRssMb = server.rssMb();
+  // Other work on the machine lowers every figure: record it next to the figure.
+  entry.loadAvg1m = round(loadavg()[0] ?? 0, 1);
+  await server.stop();
+  results.measurements.push(entry);
+  console.log(entry.error ? `FAILED: ${entry.error}` : describe(entry));
+  return entry;
+}
+
+function describe(e) {
+  if (e.perSecond !== undefined) {
+    return `${e.perSecond} cycles/s, ${round(e.perSecond * e.requestsPerCycle, 1)} req/s, p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms`;
+  }
+  if (e.delivery) return `delivery p50 ${e.delivery.p50} ms, p99 ${e.delivery.p99} ms, missing ${e.missing}`;
+  return `p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms (n=${e.latency.n})`;
+}
+
+const ceiling = {};
+for (const clients of [1, 32]) {
+  if (phases.has("healthz")) {
+    const e = await measurement(`no-op GET /healthz, ${clients} client(s)`, { kind: "healthz", clients }, (ctx) =>
+      healthz(ctx, clients),
+    );
+    if (!e.error) ceiling[clients] = e.perSecond;
+  }
+}
+for (const clients of [1, 32]) {
+  if (phases.has("claims")) {
+    const what = clients === 1 ? "1 claim, 1 client" : "32 claims, 32 clients";
+    await measurement(`claims acquire→release, ${what}`, { kind: "claims", clients }, (ctx) =>
+      claimCycles(ctx, clients),
+    );
+  }
+  if (phases.has("coord")) {
+    const what = clients === 1 ? "1 scope, 1 client" : "32 scopes, 32 clients";
+    await measurement(`coord lease→publish→release, ${what}`, { kind: "coord", clients }, (ctx) =>
+      coordCycles(ctx, clients),
+    );
+  }
+}
+if (phases.has("handover")) {
+  await measurement("coord hand-over release→grant (waitMs)", { kind: "handover", clients: 2 }, (ctx) =>
+    handover(ctx, 300),
+  );
+}
+if (phases.has("fanout")) {
+  for (const n of [1, 100, 1000].filter((n) => n <= maxWatchers)) {
+    await measurement(`coord publish→watcher, ${n} watcher(s)`, { kind: "fanout", clients: n }, (ctx) =>
+      fanout(ctx, n, n >= 1000 ? 20 : 50),
+    );
+  }
+}
+
+// Requests per second as a share of the no-op ceiling with the same number of clients.
+for (const e of results.measurements) {
+  if (e.perSecond === undefined || e.kind === "healthz") continue;
+  const c = ceiling[e.clients];
+  if (c) e.percentOfCeiling = round((100 * e.perSecond * e.requestsPerCycle) / c, 1);
+}
+results.finishedAt = new Date().toISOString();
+await client.close();
+
+const table = renderTables(results);
+console.log(`\n${table}`);
+mkdirSync("bench/results", { recursive: true });
+writeFileSync("bench/results/latest.json", `${JSON.stringify(results, null, 2)}\n`);
+console.log("raw results: bench/results/latest.json");
+if (args["write-doc"] === "true") writeDoc(results, table);
+const failed = results.measurements.filter((e) => e.error).length;
+process.exit(failed === 0 ? 0 : 1);
+
+/** Markdown tables of every measurement. */
+function renderTables(r) {
+  const rows = [
+    "| measurement | cycles/s | requests/s | cycle p50 ms | cycle p99 ms | % of no-op ceiling | server RSS MB | load 1m |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  const lat = ["| measurement | samples | p50 ms | p99 ms | max ms | notes |", "|---|---:|---:|---:|---:|---|"];
+  for (const e of r.measurements) {
+    if (e.error) {
+      rows.push(`| ${e.name} | failed: ${e.error.replaceAll("|", "/")} | | | | | ${e.serverRssMb} | ${e.loadAvg1m} |`);
+    } else if (e.perSecond !== undefined) {
+      const pct =
+        e.kind === "healthz" ? "(ceiling)" : e.percentOfCeiling === undefined ? "" : `${e.percentOfCeiling} %`;
+      rows.push(
+        `| ${e.name} | ${e.perSecond} | ${round(e.perSecond * e.requestsPerCycle, 1)} | ${e.latency.p50} | ${e.latency.p99} | ${pct} | ${e.serverRssMb} | ${e.loadAvg1m} |`,
+      );
+    } else if (e.delivery) {
+      const notes = `last watcher p50 ${e.lastWatcher.p50} / p99 ${e.lastWatcher.p99} ms; publish reply p50 ${e.publishReply.p50} ms; ${e.missing} missing; ${e.watchers} sockets ready in ${e.connectAllMs} ms; server ${e.serverRssMb} MB; load ${e.loadAvg1m}`;
+      lat.push(
+        `| ${e.name} | ${e.delivery.n} | ${e.delivery.p50} | ${e.delivery.p99} | ${e.delivery.max} | ${notes} |`,
+      );
+    } else {
+      lat.push(
+        `| ${e.name} | ${e.latency.n} | ${e.latency.p50} | ${e.latency.p99} | ${e.latency.max} | load ${e.loadAvg1m} |`,
+      );
+    }
+  }
+  return `${rows.join("\n")}\n\n${lat.join("\n")}`;
+}
+
+/** Replace the generated section of docs/BENCHMARKS.md, keeping the hand-written analysis. */
+function writeDoc(r, tables) {
+  const file = "docs/BENCHMARKS.md";
+  const begin = "<!-- bench:begin (generated by `node bench/run.mjs --write-doc`) -->";
+  const end = "<!-- bench:end -->";
+  const m = r.machine;
+  const section = [
+    begin,
+    "",
+    `Command: \`${r.command}\` (started ${r.startedAt}).`,
+    "",
+    `Machine: ${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}. Client: ${r.client}, on the same machine. Server: ${r.server}. Each throughput figure is a ${r.durationSeconds} s closed loop after a short warm-up.`,
+    "",
+    tables,
+    "",
+    end,
+  ].join("\n");
+  let doc = readFileSync(file, "utf8");
+  const i = doc.indexOf(begin.slice(0, 17));
+  const j = doc.indexOf(end);
+  if (i < 0 || j < 0) throw new Error(`${file} has no generated section markers`);
+  doc = doc.slice(0, i) + section + doc.slice(j + end.length);
+  writeFileSync(file, doc);
+  console.log(`updated ${file}`);
+}

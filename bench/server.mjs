@@ -1,0 +1,135 @@
+/**
+ * Start the server exactly as README's `npm start` does (the same `start` script from
+ * package.json), on a free loopback port with a fresh state directory, for the benchmark.
+ *
+ * Guarantees: the command line is the `start` script with only its port and `--persist-to`
+ * directory replaced (the same rule as test/e2e/server.ts), so the figures are those of the
+ * server users run locally. `stop()` ends the whole process group it started and removes the
+ * state directory. It does not guarantee the port stays free between probing and binding.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** @returns {Promise<number>} a port that was free on 127.0.0.1 a moment ago */
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The `npm start` command line with its port and state directory replaced.
+ * @param {number} port
+ * @param {string} stateDir
+ */
+export function startCommand(port, stateDir) {
+  const pkg = JSON.parse(readFileSync("package.json", "utf8"));
+  const start = pkg.scripts?.start;
+  if (typeof start !== "string") throw new Error("package.json has no start script");
+  return start
+    .replace("--port 8787", `--port ${port}`)
+    .replace("--persist-to .wrangler/state", `--persist-to ${stateDir}`)
+    .replace(/^wrangler /, "npx wrangler ");
+}
+
+/**
+ * Resident memory of every process in a process group (wrangler, its dev proxy, workerd).
+ * @param {number} pgid
+ * @returns {number} megabytes, 0 when /proc is unavailable
+ */
+export function groupRssMb(pgid) {
+  let kb = 0;
+  let entries;
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // Fields after "(comm)": state ppid pgrp ...; comm may contain spaces.
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(rest[2]) !== pgid) continue;
+      const status = readFileSync(`/proc/${entry}/status`, "utf8");
+      const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
+      if (match) kb += Number(match[1]);
+    } catch {
+      // the process exited while we looked
+    }
+  }
+  return Math.round(kb / 1024);
+}
+
+/**
+ * @typedef {object} RunningServer
+ * @property {string} url base URL, e.g. http://127.0.0.1:40123
+ * @property {() => number} rssMb resident memory of the server's process group, MB
+ * @property {() => Promise<void>} stop
+ */
+
+/** @returns {Promise<RunningServer>} */
+export async function startServer() {
+  const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-"));
+  const port = await freePort();
+  const child = spawn(startCommand(port, stateDir), {
+    shell: true,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+  });
+  let output = "";
+  // Keep only the tail: a long run logs a line per request.
+  const keep = (d) => (output = (output + d.toString()).slice(-20_000));
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = performance.now() + 60_000;
+  for (;;) {
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null || performance.now() > deadline) {
+      throw new Error(`server did not start (exit ${child.exitCode}):\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const pgid = child.pid;
+  return {
+    url,
+    rssMb: () => groupRssMb(pgid),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        try {
+          process.kill(-pgid, "SIGTERM");
+        } catch {
+          // already gone
+        }
+        const timer = setTimeout(() => {
+          try {
+            process.kill(-pgid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }, 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}

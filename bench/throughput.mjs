@@ -1,0 +1,84 @@
+/**
+ * Closed-loop throughput phases: the no-op ceiling (`GET /healthz`), claims
+ * acquire→release cycles and coord lease try→publish→release cycles, each with 1 client on
+ * one object and with 32 clients on 32 objects.
+ *
+ * Guarantees: every cycle checks the status of every reply (a wrong status fails the phase
+ * instead of inflating the rate); each phase runs a short warm-up first (the first request to
+ * an object creates it); names are unique per run so no state from an earlier run is reused.
+ */
+import { expectStatus } from "./http.mjs";
+import { closedLoop } from "./stats.mjs";
+
+/**
+ * @typedef {object} PhaseContext
+ * @property {string} url server base URL
+ * @property {import("./http.mjs").BenchClient} client
+ * @property {string} ns namespace unique to this run
+ * @property {number} durationMs measured duration
+ * @property {number} maxCycles count bound
+ */
+
+const WARMUP = { durationMs: 1_500, maxCycles: 100 };
+const TTL_MS = 15_000;
+
+/**
+ * @param {PhaseContext} ctx
+ * @param {number} clients
+ * @param {(client: number, i: number) => Promise<void>} cycle
+ */
+async function measure(ctx, clients, cycle) {
+  await closedLoop({ clients, ...WARMUP, cycle });
+  return closedLoop({ clients, durationMs: ctx.durationMs, maxCycles: ctx.maxCycles, cycle });
+}
+
+/** @param {string} s */
+const enc = (s) => encodeURIComponent(s);
+
+/** `GET /healthz`: the dev proxy + router with no Durable Object — the ceiling. */
+export async function healthz(ctx, clients) {
+  const r = await measure(ctx, clients, async () => {
+    expectStatus(await ctx.client.call("GET", `${ctx.url}/healthz`), 200, "healthz");
+  });
+  return { ...r, requestsPerCycle: 1 };
+}
+
+/**
+ * Claims: acquire (unowned → owned, token+1) then release, by one generation per client,
+ * each client on its own claim.
+ */
+export async function claimCycles(ctx, clients) {
+  const tag = clients === 1 ? "one" : "many";
+  const cycle = async (client) => {
+    const base = `${ctx.url}/v1/ns/${enc(ctx.ns)}/claims/${enc(`bench-${tag}-${client}`)}`;
+    const generationId = `gen-${client}`;
+    const acquired = expectStatus(
+      await ctx.client.call("POST", `${base}/acquire`, { generationId, ttlMs: TTL_MS }),
+      200,
+      "acquire",
+    );
+    const token = acquired.claim.fencingToken;
+    expectStatus(await ctx.client.call("POST", `${base}/release`, { generationId, token }), 200, "release");
+  };
+  return { ...(await measure(ctx, clients, cycle)), requestsPerCycle: 2 };
+}
+
+/**
+ * Coord: take the write lease without waiting, publish a new root (generation+1, durable),
+ * release it; each client on its own object-store scope.
+ */
+export async function coordCycles(ctx, clients) {
+  const tag = clients === 1 ? "one" : "many";
+  const cycle = async (client, i) => {
+    const scope = `${ctx.url}/v1/ns/${enc(ctx.ns)}/volumes/${enc(`bench-${tag}`)}/stores/${enc(`store-${client}`)}`;
+    const granted = expectStatus(
+      await ctx.client.call("POST", `${scope}/leases`, { participantId: `p-${client}`, ttlMs: TTL_MS }),
+      201,
+      "lease",
+    );
+    const leases = `${scope}/leases/${enc(granted.lease.leaseId)}`;
+    expectStatus(await ctx.client.call("POST", `${leases}/publish`, { root: { cycle: i } }), 200, "publish");
+    expectStatus(await ctx.client.call("DELETE", leases), 204, "release");
+  };
+  return { ...(await measure(ctx, clients, cycle)), requestsPerCycle: 3 };
+}

@@ -1,0 +1,74 @@
+/**
+ * WebSocket watchers for the benchmark (Node 20 has no global WebSocket: this uses `ws`).
+ *
+ * Guarantees: a watcher resolves `ready` on the server's `{"type":"ready"}` message (the
+ * subscriber is registered by then, SPEC §4 "Watch"), stamps every message with
+ * `performance.now()` the moment it is parsed, and hands events to one `onEvent` hook.
+ * Opening many sockets is throttled so the handshakes do not starve the server.
+ * It does not reconnect: a closed watcher is a failed measurement, reported as such.
+ */
+import WebSocket from "ws";
+
+export class Watcher {
+  /**
+   * @param {string} url ws:// URL of a watch route
+   * @param {string} token bearer token
+   */
+  constructor(url, token) {
+    /** @type {((msg: any, at: number) => void) | undefined} */
+    this.onEvent = undefined;
+    /** @type {string | undefined} why the socket closed, if it did */
+    this.closed = undefined;
+    this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+    this.ready = new Promise((resolve, reject) => {
+      this.ws.on("message", (data) => {
+        const at = performance.now();
+        const msg = JSON.parse(data.toString());
+        if (msg.type === "ready") resolve(msg);
+        else if (msg.type === "event") this.onEvent?.(msg, at);
+      });
+      this.ws.on("unexpected-response", (_req, res) => reject(new Error(`watch refused: HTTP ${res.statusCode}`)));
+      this.ws.on("error", reject);
+      this.ws.on("close", (code, reason) => {
+        this.closed = `${code} ${reason.toString()}`;
+        reject(new Error(`watch closed before ready: ${this.closed}`));
+      });
+    });
+    // Awaited by openWatchers; this only keeps a late failure from being "unhandled".
+    this.ready.catch(() => undefined);
+  }
+
+  close() {
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(1000);
+  }
+}
+
+/**
+ * Open `n` watchers on one route, at most `parallel` handshakes at a time, and wait until
+ * every one has received `ready`.
+ * @param {string} url
+ * @param {string} token
+ * @param {number} n
+ * @param {number} [parallel]
+ * @returns {Promise<{watchers: Watcher[], readyMs: number}>}
+ */
+export async function openWatchers(url, token, n, parallel = 25) {
+  const t0 = performance.now();
+  const watchers = [];
+  for (let i = 0; i < n; i += parallel) {
+    const batch = Array.from({ length: Math.min(parallel, n - i) }, () => new Watcher(url, token));
+    watchers.push(...batch);
+    try {
+      await Promise.all(batch.map((w) => w.ready));
+    } catch (err) {
+      closeAll(watchers);
+      throw err;
+    }
+  }
+  return { watchers, readyMs: performance.now() - t0 };
+}
+
+/** @param {Watcher[]} watchers */
+export function closeAll(watchers) {
+  for (const w of watchers) w.close();
+}
