@@ -1,0 +1,102 @@
+/**
+ * One claim of the in-memory backend: its record, its operation-id log, its event
+ * history and its watchers — the in-process twin of a claim's Durable Object.
+ *
+ * Guarantees:
+ * - Every change goes through {@link decideClaim} (the server's machine), is stored, then
+ *   published to watchers in version order and appended to a history of the last
+ *   {@link HISTORY_LIMIT} events, so a watcher resuming with `afterVersion` gets exactly
+ *   the events it missed, or a `truncated` snapshot when the history no longer reaches.
+ * - Operation ids follow `operations.ts`: the first response (status and body) is stored
+ *   and replayed for the same request; retention is the server's (≥ 1,000 ops and ≥ 1 h).
+ *
+ * Does not: read the clock or schedule expiry (the backend passes `nowMs` and drives the
+ * expiry timer), or bound a watcher's buffer (memory watchers are never closed as slow).
+ */
+import type { ClaimRecord } from "../protocol/claims.ts";
+import { decideClaim, type ClaimCommand, type ClaimEvent } from "../claims/machine.ts";
+import { isPrunable, isRememberedStatus, replay, type OperationRecord } from "../claims/operations.ts";
+import { claimResultToResponse, type WireResponse } from "../claims/response.ts";
+import type { ClaimWatchItem } from "./claims-backend.ts";
+import type { WatchQueue } from "./watch-queue.ts";
+
+/** Events retained per claim for resuming watchers (SPEC: at least 256). */
+export const HISTORY_LIMIT = 256;
+
+export class MemoryClaimSlot {
+  record: ClaimRecord | undefined;
+  private readonly operations = new Map<string, OperationRecord>();
+  private readonly history: ClaimEvent[] = [];
+  /** Events with a version ≤ this may have been dropped from the history. */
+  private historyFloor = 0n;
+  private readonly watchers = new Set<WatchQueue<ClaimWatchItem>>();
+
+  constructor(readonly name: string) {}
+
+  /**
+   * Run one command. With an operation id, a known id replays (or conflicts) without
+   * touching the record; otherwise the response is remembered when SPEC says so.
+   */
+  run(command: ClaimCommand, nowMs: number, op?: { id: string; fingerprint: string }): WireResponse {
+    if (op !== undefined) {
+      const known = this.operations.get(op.id);
+      if (known !== undefined) return replay(known, op.fingerprint);
+    }
+    const step = decideClaim(this.name, this.record, command, nowMs);
+    if (step.changed) this.record = step.next;
+    for (const event of step.events) this.publish(event);
+    const response = claimResultToResponse(step.result);
+    if (op !== undefined && isRememberedStatus(response.status)) this.remember(op.id, op.fingerprint, response, nowMs);
+    return response;
+  }
+
+  private remember(operationId: string, fingerprint: string, response: WireResponse, nowMs: number): void {
+    this.operations.set(operationId, { operationId, fingerprint, response, atMs: nowMs });
+    // Map iteration is insertion order: the first entry is the oldest.
+    for (const [id, oldest] of this.operations) {
+      if (!isPrunable(oldest.atMs, this.operations.size - 1, nowMs)) break;
+      this.operations.delete(id);
+    }
+  }
+
+  private publish(event: ClaimEvent): void {
+    this.history.push(event);
+    if (this.history.length > HISTORY_LIMIT) {
+      const dropped = this.history.shift();
+      if (dropped !== undefined) this.historyFloor = dropped.claim.version;
+    }
+    const item: ClaimWatchItem = { type: "event", reason: event.reason, claim: event.claim, timeMs: event.timeMs };
+    for (const w of this.watchers) w.push(item);
+  }
+
+  /**
+   * Start a watcher: a snapshot (no `afterVersion`), the retained events after
+   * `afterVersion`, or a truncated snapshot when the history does not reach back that far
+   * (or `afterVersion` is ahead of this claim, e.g. a backend that was reset).
+   */
+  subscribe(queue: WatchQueue<ClaimWatchItem>, afterVersion: bigint | undefined): void {
+    const current = this.record?.version ?? 0n;
+    if (afterVersion === undefined) {
+      queue.push({ type: "snapshot", claim: this.record ?? null, truncated: false });
+    } else if (afterVersion < this.historyFloor || afterVersion > current) {
+      queue.push({ type: "snapshot", claim: this.record ?? null, truncated: true });
+    } else {
+      for (const e of this.history) {
+        if (e.claim.version > afterVersion) {
+          queue.push({ type: "event", reason: e.reason, claim: e.claim, timeMs: e.timeMs });
+        }
+      }
+    }
+    this.watchers.add(queue);
+  }
+
+  unsubscribe(queue: WatchQueue<ClaimWatchItem>): void {
+    this.watchers.delete(queue);
+  }
+
+  /** End every watcher (backend closed). */
+  endWatchers(): void {
+    for (const w of [...this.watchers]) w.close();
+    this.watchers.clear();
+  }
+}

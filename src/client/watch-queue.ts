@@ -1,0 +1,95 @@
+/**
+ * A push → pull queue that turns watch callbacks into an async iterable.
+ *
+ * Guarantees: items come out in push order, none dropped; after `end()` the iteration
+ * finishes once the buffered items are consumed; after `fail(err)` the buffered items are
+ * delivered, then `next()` rejects with `err`. Breaking out of a `for await` (or calling
+ * `return()`) runs the `onClose` hook once, so the producer can release its socket or
+ * subscription.
+ *
+ * Does not: bound its buffer (the producer decides what to do with a slow consumer), or
+ * support several concurrent consumers of one iteration.
+ */
+export class WatchQueue<T> implements AsyncIterable<T> {
+  private readonly items: T[] = [];
+  private waiter: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void } | undefined;
+  private finished = false;
+  private failure: { error: unknown } | undefined;
+  private closed = false;
+
+  constructor(private readonly onClose: () => void = () => {}) {}
+
+  /** True once ended, failed or closed: pushes are ignored from then on. */
+  get done(): boolean {
+    return this.finished || this.failure !== undefined;
+  }
+
+  /** Buffered, not yet consumed items. */
+  get size(): number {
+    return this.items.length;
+  }
+
+  push(item: T): void {
+    if (this.done) return;
+    const w = this.waiter;
+    if (w !== undefined) {
+      this.waiter = undefined;
+      w.resolve({ value: item, done: false });
+    } else {
+      this.items.push(item);
+    }
+  }
+
+  /** Finish the iteration after the buffered items. */
+  end(): void {
+    if (this.done) return;
+    this.finished = true;
+    this.wake();
+  }
+
+  /** Finish the iteration with an error after the buffered items. */
+  fail(error: unknown): void {
+    if (this.done) return;
+    this.failure = { error };
+    this.wake();
+  }
+
+  /** End now and run the close hook (idempotent). */
+  close(): void {
+    this.items.length = 0;
+    this.end();
+    if (!this.closed) {
+      this.closed = true;
+      this.onClose();
+    }
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    if (w === undefined || this.items.length > 0) return;
+    this.waiter = undefined;
+    if (this.failure !== undefined) w.reject(this.failure.error);
+    else w.resolve({ value: undefined, done: true });
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    const item = this.items.shift();
+    if (item !== undefined) return Promise.resolve({ value: item, done: false });
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what the producer failed with (e.g. an AbortSignal reason)
+    if (this.failure !== undefined) return Promise.reject(this.failure.error);
+    if (this.finished) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return {
+      next: () => this.next(),
+      return: () => {
+        this.close();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}
