@@ -1,0 +1,430 @@
+/**
+ * `MemoryCoordinator`: an in-process {@link Coordinator} for users' own tests, built on the
+ * same pure machine as the Durable Object (`src/coord/machine.ts`).
+ *
+ * Guarantees:
+ * - Same rules, same refusal codes and same values as the service: FIFO waiting,
+ *   `lease_held` when `waitMs` passes, epochs +1 per grant, publish CAS → `stale_generation`,
+ *   keyed scopes `unsupported` for snapshot/watch/refresh/publish, `lease_lost` after release
+ *   or expiry. Requests are validated with the server's own schemas, and every value crosses
+ *   the same wire encoding (roots are copied as JSON), so tests cannot depend on aliasing.
+ * - Time comes from the injected {@link Clock}: lease expiry and waiter timeouts fire when
+ *   a `ManualClock` is advanced past them, exactly as the Durable Object's alarm does.
+ * - Leases are `WriteLease`s with the real keepalive loop, so loss detection behaves as
+ *   against the service.
+ * - Watches replay retained publishes (the last `historyLimit`, default 256) after
+ *   `afterGeneration`, or one `replay` event when history does not reach back; events are
+ *   never dropped (the buffer is unbounded).
+ *
+ * Does not: persist anything, or share state between instances (share one instance).
+ */
+import { systemClock, type Clock } from "../protocol/clock.ts";
+import {
+  HISTORY_RETAINED,
+  acquireBodySchema,
+  capabilityToWire,
+  eventToWire,
+  keepaliveBodySchema,
+  publishBodySchema,
+  snapshotToWire,
+  type CoordEvent as WireCoordEvent,
+  type ScopeId,
+} from "../protocol/coord.ts";
+import { formatCounter } from "../protocol/counter.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
+import { invalidFromZod } from "../protocol/zod-invalid.ts";
+import {
+  decideScope,
+  emptyScopeState,
+  nextDeadlineMs,
+  type ScopeCommand,
+  type ScopeResult,
+  type ScopeState,
+} from "../coord/machine.ts";
+import { decodeCapability, decodeEvent, decodeSnapshot, toBase64 } from "./coord-decode.ts";
+import { checkScope, keyedUnsupported, type CheckedScope } from "./coord-scope.ts";
+import type {
+  AcquireOptions,
+  CallOptions,
+  Capability,
+  CoordEvent,
+  CoordWatch,
+  Coordinator,
+  PublishRequest,
+  Scope,
+  Snapshot,
+  TryAcquireResult,
+  WaitAcquireOptions,
+  WriteLease,
+} from "./coord-types.ts";
+import { WatchQueue } from "./watch-queue.ts";
+import {
+  DEFAULT_LEASE_TTL_MS,
+  HeldWriteLease,
+  type LeaseDriver,
+  type LeaseGrant,
+  type LeaseTimingOptions,
+} from "./write-lease.ts";
+
+export interface MemoryCoordinatorOptions extends LeaseTimingOptions {
+  /** Time source for expiry, waiter timeouts and keepalives. Default: the system clock. */
+  clock?: Clock;
+  /** Publishes retained per scope for watch replay (default 256, as the service). */
+  historyLimit?: number;
+}
+
+/** The largest alarm delay timers accept (2^31−1 ms); a longer wait simply re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+interface PendingWait {
+  resolve: (grant: { lease: LeaseGrant; grantedAtMs: number }) => void;
+  reject: (err: unknown) => void;
+}
+
+interface ScopeEntry {
+  state: ScopeState;
+  watchers: Set<MemoryWatch>;
+  history: { event: WireCoordEvent; previousGeneration: bigint }[];
+  pending: Map<string, PendingWait>;
+  alarm: AbortController | undefined;
+}
+
+export class MemoryCoordinator implements Coordinator {
+  private readonly clock: Clock;
+  private readonly historyLimit: number;
+  private readonly timing: LeaseTimingOptions;
+  private readonly scopes = new Map<string, ScopeEntry>();
+
+  constructor(options: MemoryCoordinatorOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.historyLimit = options.historyLimit ?? HISTORY_RETAINED;
+    this.timing = { safetyMarginMs: options.safetyMarginMs, releaseTimeoutMs: options.releaseTimeoutMs };
+  }
+
+  capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {
+    return run(opts, () => {
+      const result = this.apply(this.entry(checkScope(scope)), { kind: "capability" });
+      if (!result.ok || result.kind !== "capability") throw unexpected(result);
+      return { ...decodeCapability(capabilityToWire(result.capability)), backend: "in-memory" };
+    });
+  }
+
+  snapshot(scope: Scope, opts: CallOptions = {}): Promise<Snapshot> {
+    return run(opts, () => {
+      const checked = checkScope(scope);
+      if (checked.keyed) throw keyedUnsupported("snapshot");
+      return this.snapshotOf(this.apply(this.entry(checked), { kind: "snapshot" }));
+    });
+  }
+
+  watch(scope: Scope, afterGeneration: bigint, opts: CallOptions = {}): Promise<CoordWatch> {
+    return run(opts, () => {
+      const checked = checkScope(scope);
+      if (checked.keyed) throw keyedUnsupported("watch");
+      const entry = this.entry(checked);
+      this.apply(entry, { kind: "expire" }); // bring the scope up to date before replaying
+      const watch = new MemoryWatch(afterGeneration, () => entry.watchers.delete(watch));
+      entry.watchers.add(watch);
+      for (const event of this.replay(entry, afterGeneration)) watch.deliver(event);
+      const signal = opts.signal;
+      signal?.addEventListener("abort", () => watch.fail(signal.reason), { once: true });
+      return watch;
+    });
+  }
+
+  tryAcquireWriteLease(scope: Scope, opts: AcquireOptions = {}): Promise<TryAcquireResult> {
+    return run(opts, () => {
+      const checked = checkScope(scope, "required");
+      const ttlMs = this.checkAcquire(checked, opts.ttlMs, undefined);
+      const entry = this.entry(checked);
+      const leaseId = crypto.randomUUID();
+      const result = this.apply(entry, acquire(checked, ttlMs, 0, leaseId, crypto.randomUUID()));
+      if (result.ok && result.kind === "granted") {
+        const lease = this.lease(entry, checked, result.lease, ttlMs, this.clock.nowMs(), opts);
+        return { acquired: true, lease };
+      }
+      if (!result.ok && result.refusal.code === "lease_held") return { acquired: false, lease: undefined };
+      throw toError(result);
+    });
+  }
+
+  async waitAcquireWriteLease(scope: Scope, opts: WaitAcquireOptions = {}): Promise<WriteLease> {
+    opts.signal?.throwIfAborted();
+    const checked = checkScope(scope, "required");
+    const ttlMs = this.checkAcquire(checked, opts.ttlMs, opts.waitMs);
+    const entry = this.entry(checked);
+    const waiterId = crypto.randomUUID();
+    const granted = new Promise<{ lease: LeaseGrant; grantedAtMs: number }>((resolve, reject) =>
+      entry.pending.set(waiterId, { resolve, reject }),
+    );
+    // An absent waitMs waits until the signal aborts (the machine never times it out).
+    const waitMs = opts.waitMs ?? Number.POSITIVE_INFINITY;
+    const result = this.apply(entry, acquire(checked, ttlMs, waitMs, crypto.randomUUID(), waiterId));
+    if (result.ok && result.kind === "granted") {
+      entry.pending.delete(waiterId);
+      return this.lease(entry, checked, result.lease, ttlMs, this.clock.nowMs(), opts);
+    }
+    if (!result.ok) {
+      entry.pending.delete(waiterId);
+      throw toError(result);
+    }
+    if (waitMs === 0) {
+      entry.pending.delete(waiterId);
+      throw new ShiftlockError("lease_held");
+    }
+    const signal = opts.signal;
+    const onAbort = (): void => {
+      const pending = entry.pending.get(waiterId);
+      if (pending === undefined) return; // already granted or timed out
+      entry.pending.delete(waiterId);
+      this.apply(entry, { kind: "cancelWait", waiterId });
+      pending.reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const grant = await granted;
+      return this.lease(entry, checked, grant.lease, ttlMs, grant.grantedAtMs, opts);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /**
+   * End a lease as if the service had lost it (for testing loss handling): the holder's next
+   * keepalive is refused with `lease_lost` and the next waiter is granted. Idempotent.
+   */
+  revokeLease(scope: Scope, leaseId: string): void {
+    this.apply(this.entry(checkScope(scope)), { kind: "release", leaseId });
+  }
+
+  /** Stop every timer and end every watch (the coordinator is unusable afterwards). */
+  close(): void {
+    for (const entry of this.scopes.values()) {
+      entry.alarm?.abort();
+      for (const watch of [...entry.watchers]) watch.close();
+      for (const pending of entry.pending.values())
+        pending.reject(new ShiftlockError("lease_lost", "coordinator closed"));
+      entry.pending.clear();
+    }
+    this.scopes.clear();
+  }
+
+  // ------------------------------------------------------------------------------------
+
+  private entry(scope: CheckedScope): ScopeEntry {
+    const id: ScopeId = { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: scope.key };
+    const name = JSON.stringify([id.volumeId, id.objectStoreId, id.key]);
+    let entry = this.scopes.get(name);
+    if (entry === undefined) {
+      entry = { state: emptyScopeState(id), watchers: new Set(), history: [], pending: new Map(), alarm: undefined };
+      this.scopes.set(name, entry);
+    }
+    return entry;
+  }
+
+  /** Validate acquire input with the server's schema; returns the effective ttl. */
+  private checkAcquire(scope: CheckedScope, ttlMs: number | undefined, waitMs: number | undefined): number {
+    const body = { participantId: scope.participantId, ttlMs, waitMs };
+    const parsed = acquireBodySchema.safeParse(
+      Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)),
+    );
+    if (!parsed.success) throw invalidFromZod(parsed.error, "body");
+    return parsed.data.ttlMs ?? DEFAULT_LEASE_TTL_MS;
+  }
+
+  /** One step of the machine: the Durable Object's load → decide → save → alarm → publish. */
+  private apply(entry: ScopeEntry, command: ScopeCommand): ScopeResult {
+    const nowMs = this.clock.nowMs();
+    const step = decideScope(entry.state, command, nowMs);
+    entry.state = step.next;
+    if (step.published !== undefined) {
+      entry.history.push(step.published);
+      if (entry.history.length > this.historyLimit) entry.history.splice(0, entry.history.length - this.historyLimit);
+    }
+    this.arm(entry);
+    for (const grant of step.granted) {
+      const pending = entry.pending.get(grant.waiterId);
+      entry.pending.delete(grant.waiterId);
+      pending?.resolve({ lease: { ...grant.lease }, grantedAtMs: nowMs });
+    }
+    for (const waiterId of step.timedOut) {
+      const pending = entry.pending.get(waiterId);
+      entry.pending.delete(waiterId);
+      pending?.reject(new ShiftlockError("lease_held", "write lease is held (waitMs passed)"));
+    }
+    for (const event of step.events) {
+      const decoded = decodeEvent(eventToWire(cloneEvent(event)));
+      for (const watch of entry.watchers) watch.deliver(decoded);
+    }
+    return step.result;
+  }
+
+  /** Re-arm the scope's alarm to its earliest deadline (lease expiry or waiter timeout). */
+  private arm(entry: ScopeEntry): void {
+    entry.alarm?.abort();
+    entry.alarm = undefined;
+    const deadline = nextDeadlineMs(entry.state);
+    if (deadline === undefined) return;
+    const alarm = new AbortController();
+    entry.alarm = alarm;
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, deadline - this.clock.nowMs()));
+    this.clock.sleep(delay, alarm.signal).then(
+      () => {
+        if (!alarm.signal.aborted) this.apply(entry, { kind: "expire" });
+      },
+      () => undefined,
+    );
+  }
+
+  private replay(entry: ScopeEntry, afterGeneration: bigint): CoordEvent[] {
+    const state = entry.state;
+    if (afterGeneration >= state.generation) return [];
+    const firstIndex = entry.history.findIndex((h) => h.event.generation > afterGeneration);
+    const first = entry.history[firstIndex];
+    if (first !== undefined && first.previousGeneration <= afterGeneration) {
+      return entry.history.slice(firstIndex).map((h) => decodeEvent(eventToWire(cloneEvent(h.event))));
+    }
+    const catchUp: WireCoordEvent = {
+      processId: "",
+      volumeId: state.scope.volumeId,
+      objectStoreId: state.scope.objectStoreId,
+      generation: state.generation,
+      wantLock: false,
+      unlocked: false,
+      rootChanged: cloneJson(state.root),
+      keyPrefixChanged: state.lastKeyPrefix,
+      fallbackReason: "",
+      replay: true,
+    };
+    return [decodeEvent(eventToWire(catchUp))];
+  }
+
+  private snapshotOf(result: ScopeResult): Snapshot {
+    if (!result.ok) throw toError(result);
+    if (result.kind !== "snapshot") throw unexpected(result);
+    return decodeSnapshot(JSON.parse(JSON.stringify(snapshotToWire(result.snapshot))));
+  }
+
+  private lease(
+    entry: ScopeEntry,
+    scope: CheckedScope,
+    grant: LeaseGrant,
+    ttlMs: number,
+    grantedAtMs: number,
+    opts: AcquireOptions,
+  ): WriteLease {
+    const driver: LeaseDriver = {
+      keepalive: (keepaliveTtlMs) =>
+        attempt(() => {
+          const parsed = keepaliveBodySchema.safeParse({ ttlMs: keepaliveTtlMs });
+          if (!parsed.success) throw invalidFromZod(parsed.error, "body");
+          const result = this.apply(entry, { kind: "keepalive", leaseId: grant.leaseId, ttlMs: keepaliveTtlMs });
+          if (!result.ok) throw toError(result);
+          if (result.kind !== "keepalive") throw unexpected(result);
+          return { lease: { ...result.lease }, wantLock: result.wantLock };
+        }),
+      refresh: () => attempt(() => this.snapshotOf(this.apply(entry, { kind: "refresh", leaseId: grant.leaseId }))),
+      publish: (req) => attempt(() => this.publish(entry, grant.leaseId, req)),
+      release: () =>
+        attempt(() => {
+          this.apply(entry, { kind: "release", leaseId: grant.leaseId });
+        }),
+    };
+    return new HeldWriteLease({
+      scope,
+      grant,
+      ttlMs,
+      requestedAtMs: grantedAtMs,
+      driver,
+      clock: this.clock,
+      onWantLock: opts.onWantLock,
+      ...this.timing,
+    });
+  }
+
+  private publish(entry: ScopeEntry, leaseId: string, req: PublishRequest): Snapshot {
+    const body: Record<string, unknown> = {};
+    if (req.generation !== undefined) body["generation"] = formatCounter(req.generation);
+    if (req.expectedGeneration !== undefined) body["expectedGeneration"] = formatCounter(req.expectedGeneration);
+    if (req.root !== undefined) body["root"] = req.root;
+    if (req.keyPrefixChanged !== undefined) body["keyPrefixChanged"] = toBase64(req.keyPrefixChanged);
+    const parsed = publishBodySchema.safeParse(body);
+    if (!parsed.success) throw invalidFromZod(parsed.error, "body");
+    const data = parsed.data;
+    return this.snapshotOf(
+      this.apply(entry, {
+        kind: "publish",
+        leaseId,
+        generation: data.generation,
+        expectedGeneration: data.expectedGeneration,
+        ...("root" in data ? { root: { value: cloneJson(data.root) } } : {}),
+        keyPrefixChanged: data.keyPrefixChanged,
+      }),
+    );
+  }
+}
+
+/** A watch fed synchronously by the coordinator. */
+class MemoryWatch implements CoordWatch {
+  private readonly queue: WatchQueue<CoordEvent>;
+  private last: bigint;
+
+  constructor(afterGeneration: bigint, onClose: () => void) {
+    this.last = afterGeneration;
+    this.queue = new WatchQueue<CoordEvent>(onClose);
+  }
+
+  get afterGeneration(): bigint {
+    return this.last;
+  }
+
+  deliver(event: CoordEvent): void {
+    if (event.generation > this.last) this.last = event.generation;
+    this.queue.push(event);
+  }
+
+  fail(reason: unknown): void {
+    this.queue.fail(reason);
+    this.queue.close();
+  }
+
+  close(): void {
+    this.queue.close();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<CoordEvent> {
+    return this.queue[Symbol.asyncIterator]();
+  }
+}
+
+function acquire(scope: CheckedScope, ttlMs: number, waitMs: number, leaseId: string, waiterId: string): ScopeCommand {
+  return { kind: "acquire", participantId: scope.participantId, ttlMs, waitMs, leaseId, waiterId };
+}
+
+function toError(result: ScopeResult): ShiftlockError {
+  if (result.ok) return unexpected(result);
+  const { code, message, details } = result.refusal;
+  return new ShiftlockError(code, message, details === undefined ? {} : { ...details });
+}
+
+function unexpected(result: ScopeResult): ShiftlockError {
+  return new ShiftlockError("internal", `unexpected machine result ${result.ok ? result.kind : result.refusal.code}`);
+}
+
+function cloneJson(value: unknown): unknown {
+  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
+}
+
+function cloneEvent(event: WireCoordEvent): WireCoordEvent {
+  return { ...event, rootChanged: cloneJson(event.rootChanged) };
+}
+
+/** Run a synchronous body as a promise, honouring an already-aborted signal first. */
+async function run<T>(opts: CallOptions, body: () => T): Promise<T> {
+  opts.signal?.throwIfAborted();
+  return Promise.resolve(body());
+}
+
+async function attempt<T>(body: () => T): Promise<T> {
+  return Promise.resolve(body());
+}

@@ -1,0 +1,83 @@
+/**
+ * `UnsupportedCoordinator`: the coordinator to hand out when a backend has no direct
+ * coordination, so callers can ask `capability()` and fall back (SPEC §4).
+ *
+ * Guarantees: `capability()` reports `{supported: false, fallbackReason}` and echoes the
+ * scope; every other method rejects with `ShiftlockError` code `unsupported` (the seed's
+ * ErrUnsupported). An already-aborted signal is reported first, as in the seed.
+ *
+ * Does not: validate the scope (there is nothing to coordinate).
+ */
+import { ShiftlockError } from "../protocol/errors.ts";
+import type {
+  AcquireOptions,
+  BackendKind,
+  CallOptions,
+  Capability,
+  CoordWatch,
+  Coordinator,
+  FallbackReason,
+  Scope,
+  Snapshot,
+  TryAcquireResult,
+  WaitAcquireOptions,
+  WriteLease,
+} from "./coord-types.ts";
+
+export interface UnsupportedCoordinatorOptions {
+  /** Backend to report; `""`/absent → `"unsupported"`. */
+  backend?: BackendKind | undefined;
+  /** Reason to report; `""`/absent → `"unsupported"`. */
+  reason?: FallbackReason | undefined;
+}
+
+/** The message text of the seed's ErrUnsupported. */
+export const UNSUPPORTED_MESSAGE = "coord: unsupported";
+
+export class UnsupportedCoordinator implements Coordinator {
+  readonly backend: BackendKind;
+  readonly reason: FallbackReason;
+
+  constructor(opts: UnsupportedCoordinatorOptions = {}) {
+    this.backend = opts.backend === undefined || opts.backend === "" ? "unsupported" : opts.backend;
+    this.reason = opts.reason === undefined || opts.reason === "" ? "unsupported" : opts.reason;
+  }
+
+  capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {
+    return settle(opts, () => ({
+      supported: false,
+      backend: this.backend,
+      volumeId: scope.volumeId,
+      objectStoreId: scope.objectStoreId ?? "",
+      generation: 0n,
+      generations: false,
+      detectsLoss: false,
+      fallbackReason: this.reason,
+    }));
+  }
+
+  snapshot(_scope: Scope, opts: CallOptions = {}): Promise<Snapshot> {
+    return settle(opts, unsupported);
+  }
+
+  watch(_scope: Scope, _afterGeneration: bigint, opts: CallOptions = {}): Promise<CoordWatch> {
+    return settle(opts, unsupported);
+  }
+
+  tryAcquireWriteLease(_scope: Scope, opts: AcquireOptions = {}): Promise<TryAcquireResult> {
+    return settle(opts, unsupported);
+  }
+
+  waitAcquireWriteLease(_scope: Scope, opts: WaitAcquireOptions = {}): Promise<WriteLease> {
+    return settle(opts, unsupported);
+  }
+}
+
+function unsupported(): never {
+  throw new ShiftlockError("unsupported", UNSUPPORTED_MESSAGE);
+}
+
+async function settle<T>(opts: CallOptions, body: () => T): Promise<T> {
+  opts.signal?.throwIfAborted();
+  return Promise.resolve(body());
+}

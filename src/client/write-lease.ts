@@ -1,0 +1,342 @@
+/**
+ * `WriteLease`: a held coord write lease, its keepalive loop and its loss signal.
+ *
+ * Guarantees:
+ * - Keepalive runs every ttl/3 (from the send time of the last successful one).
+ * - Loss is declared when the server refuses a keepalive (`lease_lost`, 410), when refresh
+ *   or publish is refused with `lease_lost`, or when no keepalive has succeeded by the local
+ *   deadline. The deadline is measured on the *client* clock from the moment the last
+ *   successful keepalive (or the acquire) was *sent*, minus a safety margin: the server
+ *   received that request no earlier than it was sent, so its expiry (receive time + ttl) is
+ *   later than our deadline whatever the offset between the two clocks. Loss is therefore
+ *   declared before the server can grant the lease to anyone else, provided the two clocks
+ *   run at the same rate to within the margin (default ttl/10, at most 2 s).
+ * - `done` resolves and `signal` aborts exactly once, on release or loss; `err` is the loss
+ *   error, undefined while held and after a clean release.
+ * - `release()` ignores the caller's cancellation, is bounded by its own timeout (default
+ *   5 s) and is idempotent: every call returns the first call's promise. After a loss it
+ *   resolves at once.
+ *
+ * Does not: fence your storage. Pass `epoch` to whatever you write and have it refuse
+ * smaller epochs; a lease alone cannot stop a paused process from writing late.
+ */
+import type { Clock } from "../protocol/clock.ts";
+import { ShiftlockError, hasCode } from "../protocol/errors.ts";
+import { keyedUnsupported } from "./coord-scope.ts";
+import type { CheckedScope } from "./coord-scope.ts";
+import type { CallOptions, PublishRequest, Snapshot, WriteLease } from "./coord-types.ts";
+
+/** The lease as the server granted or extended it. */
+export interface LeaseGrant {
+  leaseId: string;
+  epoch: bigint;
+  participantId: string;
+  /** Server-clock epoch ms. */
+  expiresAtMs: number;
+}
+
+/** The operations a lease needs from its coordinator (HTTP or in-memory). */
+export interface LeaseDriver {
+  /** Extend the lease by `ttlMs`; rejects with `lease_lost` when the lease is gone. */
+  keepalive(ttlMs: number, signal: AbortSignal): Promise<{ lease: LeaseGrant; wantLock: boolean }>;
+  refresh(signal: AbortSignal | undefined): Promise<Snapshot>;
+  publish(req: PublishRequest, signal: AbortSignal | undefined): Promise<Snapshot>;
+  /** Delete the lease (idempotent on the server side). */
+  release(signal: AbortSignal): Promise<void>;
+}
+
+/** Tuning of a lease's timers. */
+export interface LeaseTimingOptions {
+  /** Subtracted from the local deadline for clock-rate drift and timer lateness (default min(ttl/10, 2000)). */
+  safetyMarginMs?: number | undefined;
+  /** Bound on `release()` (default 5,000 ms). */
+  releaseTimeoutMs?: number | undefined;
+}
+
+export interface WriteLeaseInit extends LeaseTimingOptions {
+  scope: CheckedScope;
+  grant: LeaseGrant;
+  ttlMs: number;
+  /** Client-clock time at which the acquire request was sent. */
+  requestedAtMs: number;
+  driver: LeaseDriver;
+  clock: Clock;
+  onWantLock?: (() => void) | undefined;
+}
+
+/** Default lease duration (SPEC §2). */
+export const DEFAULT_LEASE_TTL_MS = 15_000;
+const DEFAULT_RELEASE_TIMEOUT_MS = 5_000;
+
+/** The default safety margin for a ttl. */
+export function defaultSafetyMarginMs(ttlMs: number): number {
+  return Math.min(2_000, Math.ceil(ttlMs / 10));
+}
+
+type State = "held" | "releasing" | "released" | "lost";
+
+export class HeldWriteLease implements WriteLease {
+  readonly scope: Readonly<{ volumeId: string; objectStoreId: string; key: string; participantId: string }>;
+  readonly leaseId: string;
+  readonly epoch: bigint;
+  readonly done: Promise<void>;
+
+  private state: State = "held";
+  private lossError: Error | undefined;
+  /** The loss came from the server (410), not from our own deadline. */
+  private refusedByServer = false;
+  private releaseError: Error | undefined;
+  private serverExpiresAtMs: number;
+  private lastWantLock = false;
+  private deadlineMs: number;
+  private releasing: Promise<void> | undefined;
+  private resolveDone!: () => void;
+  private readonly ended = new AbortController();
+  /** Stops the keepalive loop (and aborts its in-flight request). */
+  private readonly stopLoop = new AbortController();
+  private readonly ttlMs: number;
+  private readonly intervalMs: number;
+  private readonly marginMs: number;
+  private readonly releaseTimeoutMs: number;
+  private readonly keyed: boolean;
+  private readonly driver: LeaseDriver;
+  private readonly clock: Clock;
+  private readonly onWantLock: (() => void) | undefined;
+
+  constructor(init: WriteLeaseInit) {
+    const { scope, grant } = init;
+    this.scope = Object.freeze({
+      volumeId: scope.volumeId,
+      objectStoreId: scope.objectStoreId,
+      key: scope.key,
+      participantId: scope.participantId,
+    });
+    this.keyed = scope.keyed;
+    this.leaseId = grant.leaseId;
+    this.epoch = grant.epoch;
+    this.serverExpiresAtMs = grant.expiresAtMs;
+    this.ttlMs = init.ttlMs;
+    this.intervalMs = Math.max(1, Math.floor(init.ttlMs / 3));
+    this.marginMs = init.safetyMarginMs ?? defaultSafetyMarginMs(init.ttlMs);
+    this.releaseTimeoutMs = init.releaseTimeoutMs ?? DEFAULT_RELEASE_TIMEOUT_MS;
+    this.deadlineMs = init.requestedAtMs + init.ttlMs - this.marginMs;
+    this.driver = init.driver;
+    this.clock = init.clock;
+    this.onWantLock = init.onWantLock;
+    this.done = new Promise<void>((resolve) => (this.resolveDone = resolve));
+    void this.keepaliveLoop(init.requestedAtMs + this.intervalMs);
+  }
+
+  get expiresAtMs(): number {
+    return this.serverExpiresAtMs;
+  }
+
+  get wantLock(): boolean {
+    return this.lastWantLock;
+  }
+
+  get signal(): AbortSignal {
+    return this.ended.signal;
+  }
+
+  get err(): Error | undefined {
+    return this.lossError ?? this.releaseError;
+  }
+
+  /** Client-clock time by which a keepalive must succeed, or the lease is declared lost. */
+  get localDeadlineMs(): number {
+    return this.deadlineMs;
+  }
+
+  async refresh(opts: CallOptions = {}): Promise<Snapshot> {
+    opts.signal?.throwIfAborted();
+    if (this.keyed) throw keyedUnsupported("refresh");
+    this.assertHeld();
+    return this.guard(this.driver.refresh(opts.signal));
+  }
+
+  async publish(req: PublishRequest, opts: CallOptions = {}): Promise<Snapshot> {
+    opts.signal?.throwIfAborted();
+    if (this.keyed) throw keyedUnsupported("publish");
+    this.assertHeld();
+    return this.guard(this.driver.publish(req, opts.signal));
+  }
+
+  /** Release the lease. The caller's signal is deliberately ignored (see module comment). */
+  release(_opts?: CallOptions): Promise<void> {
+    this.releasing ??= this.doRelease();
+    return this.releasing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  private assertHeld(): void {
+    if (this.state === "lost" && this.lossError !== undefined) throw this.lossError;
+    if (this.state !== "held")
+      throw new ShiftlockError("lease_lost", "coord: lease released", { leaseId: this.leaseId });
+  }
+
+  /** A `lease_lost` answer to refresh/publish means the server no longer has the lease. */
+  private async guard(call: Promise<Snapshot>): Promise<Snapshot> {
+    try {
+      return await call;
+    } catch (err) {
+      if (hasCode(err, "lease_lost") && this.state === "held") this.lose(err, true);
+      throw err;
+    }
+  }
+
+  private finish(state: "released" | "lost", reason: Error): void {
+    this.state = state;
+    this.stopLoop.abort(reason);
+    this.ended.abort(reason);
+    this.resolveDone();
+  }
+
+  private lose(err: Error, refusedByServer = false): void {
+    if (this.state !== "held") return;
+    this.lossError = err;
+    this.refusedByServer = refusedByServer;
+    this.finish("lost", err);
+  }
+
+  private async doRelease(): Promise<void> {
+    if (this.state === "lost") {
+      // After a deadline loss the server may still hold the lease (keepalives failed in
+      // transit): free it early, best effort, without making the caller wait.
+      if (!this.refusedByServer) void this.deleteQuietly();
+      return;
+    }
+    this.state = "releasing";
+    this.stopLoop.abort(new ShiftlockError("lease_lost", "coord: lease released"));
+    try {
+      await this.deleteWithin(this.releaseTimeoutMs);
+      this.finish("released", new ShiftlockError("lease_lost", "coord: lease released", { leaseId: this.leaseId }));
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.releaseError = error;
+      this.finish("released", error);
+      throw error;
+    }
+  }
+
+  private async deleteQuietly(): Promise<void> {
+    try {
+      await this.deleteWithin(this.releaseTimeoutMs);
+    } catch {
+      // best effort: the server expires the lease anyway
+    }
+  }
+
+  /** DELETE, retrying transient failures, until it succeeds or `timeoutMs` passes. */
+  private async deleteWithin(timeoutMs: number): Promise<void> {
+    const budget = new AbortController();
+    const timeout = new ShiftlockError("lease_lost", `coord: release not confirmed within ${timeoutMs} ms`, {
+      leaseId: this.leaseId,
+    });
+    const timer = this.clock.sleep(timeoutMs, budget.signal).then(
+      () => budget.abort(timeout),
+      () => undefined,
+    );
+    let lastError: unknown = timeout;
+    try {
+      for (let attempt = 0; !budget.signal.aborted; attempt++) {
+        try {
+          await this.driver.release(budget.signal);
+          return;
+        } catch (err) {
+          if (budget.signal.aborted) break;
+          lastError = err;
+          if (err instanceof ShiftlockError && err.status < 500 && err.code !== "rate_limited") throw err;
+          await this.clock.sleep(Math.min(1_000, 50 * 2 ** attempt), budget.signal).catch(() => undefined);
+        }
+      }
+      throw lastError;
+    } finally {
+      if (!budget.signal.aborted) budget.abort();
+      await timer;
+    }
+  }
+
+  /** The keepalive loop; never rejects. */
+  private async keepaliveLoop(firstAtMs: number): Promise<void> {
+    const stop = this.stopLoop.signal;
+    let nextAtMs = firstAtMs;
+    const retryMs = Math.max(1, Math.floor(this.intervalMs / 4));
+    try {
+      while (!stop.aborted) {
+        const waitMs = Math.min(nextAtMs, this.deadlineMs) - this.clock.nowMs();
+        if (waitMs > 0) await this.clock.sleep(waitMs, stop);
+        if (stop.aborted) return;
+        if (this.clock.nowMs() >= this.deadlineMs) {
+          this.lose(this.deadlineError());
+          return;
+        }
+        if (this.clock.nowMs() < nextAtMs) continue;
+        const sentAtMs = this.clock.nowMs();
+        const outcome = await this.keepaliveOnce(stop);
+        if (stop.aborted) return;
+        if (outcome.kind === "ok") {
+          this.deadlineMs = Math.max(this.deadlineMs, sentAtMs + this.ttlMs - this.marginMs);
+          nextAtMs = sentAtMs + this.intervalMs;
+        } else if (outcome.kind === "lost") {
+          this.lose(outcome.error, true);
+          return;
+        } else if (outcome.kind === "deadline") {
+          this.lose(this.deadlineError());
+          return;
+        } else {
+          nextAtMs = this.clock.nowMs() + retryMs;
+        }
+      }
+    } catch {
+      // stop aborted a sleep: released or lost
+    }
+  }
+
+  /** One keepalive raced against the local deadline. */
+  private async keepaliveOnce(
+    stop: AbortSignal,
+  ): Promise<{ kind: "ok" } | { kind: "lost"; error: Error } | { kind: "deadline" } | { kind: "retry" }> {
+    const attempt = new AbortController();
+    const onStop = (): void => attempt.abort(stop.reason);
+    stop.addEventListener("abort", onStop, { once: true });
+    try {
+      const deadline = this.clock
+        .sleep(this.deadlineMs - this.clock.nowMs(), attempt.signal)
+        .then(() => ({ kind: "deadline" }) as const)
+        .catch(() => ({ kind: "retry" }) as const);
+      const call = this.driver.keepalive(this.ttlMs, attempt.signal).then(
+        (res) => {
+          this.serverExpiresAtMs = res.lease.expiresAtMs;
+          this.lastWantLock = res.wantLock;
+          return { kind: "ok" as const, wantLock: res.wantLock };
+        },
+        (err: unknown) =>
+          hasCode(err, "lease_lost") ? { kind: "lost" as const, error: err } : ({ kind: "retry" } as const),
+      );
+      const outcome = await Promise.race([call, deadline]);
+      if (outcome.kind === "ok" && outcome.wantLock && this.state === "held") this.notifyWantLock();
+      return outcome;
+    } finally {
+      stop.removeEventListener("abort", onStop);
+      attempt.abort();
+    }
+  }
+
+  private notifyWantLock(): void {
+    try {
+      this.onWantLock?.();
+    } catch (err) {
+      console.error("onWantLock callback threw", err);
+    }
+  }
+
+  private deadlineError(): ShiftlockError {
+    return new ShiftlockError("lease_lost", "coord: no keepalive succeeded before the lease deadline", {
+      leaseId: this.leaseId,
+    });
+  }
+}
