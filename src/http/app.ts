@@ -24,9 +24,11 @@ export const app = new Hono<AppEnv>();
 app.onError((err, c) => {
   if (err instanceof ShiftlockError) {
     const headers: Record<string, string> = {};
-    const retryAfterMs = err.details["retryAfterMs"];
-    if (err.code === "rate_limited" && typeof retryAfterMs === "number") {
-      headers["Retry-After"] = String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
+    if (err.code === "rate_limited") {
+      // SPEC: a 429 always says when to come back; default to one second.
+      const retryAfterMs = err.details["retryAfterMs"];
+      const seconds = typeof retryAfterMs === "number" && Number.isFinite(retryAfterMs) ? retryAfterMs / 1000 : 1;
+      headers["Retry-After"] = String(Math.max(1, Math.ceil(seconds)));
     }
     return c.json(err.toEnvelope(), err.status, headers);
   }
@@ -49,6 +51,14 @@ app.use("/v1/*", async (c, next) => {
   if (grant === undefined) throw new ShiftlockError("unauthorized");
   c.set("grant", grant);
   await next();
+  // Browsers fail a handshake that does not echo one of their subprotocols (SPEC §2).
+  const res = c.res;
+  if (presented.subprotocol !== undefined && res.status === 101 && !res.headers.has("Sec-WebSocket-Protocol")) {
+    const headers = new Headers(res.headers);
+    headers.set("Sec-WebSocket-Protocol", presented.subprotocol);
+    c.res = undefined; // replace, not merge: Hono would rebuild the 101 without its socket
+    c.res = new Response(null, { status: 101, webSocket: res.webSocket, headers });
+  }
 });
 app.use("/v1/*", strictPathEncoding);
 app.use("/v1/ns/:ns/*", async (c, next) => {

@@ -4,28 +4,40 @@
  * Guarantees:
  * - Runs before every other check on every `/v1` route, so an unauthenticated request
  *   learns nothing (not even whether the route exists) and changes nothing.
- * - Tokens are compared as SHA-256 digests with `crypto.subtle.timingSafeEqual`, against
- *   every configured token without early exit; a token is never logged or echoed.
- * - `read` tokens may only GET (which includes watch); `write` tokens may do everything.
- * - A token lists the namespaces it may touch, or `"*"` for all.
+ * - Tokens are compared as SHA-256 digests in constant time, against every configured token
+ *   without early exit; a token is never logged or echoed in an error.
+ * - `read` tokens may only GET (which includes a watch upgrade) or HEAD; `write` tokens may
+ *   do everything. A token lists the namespaces it may touch, or `"*"` for all.
+ * - A configuration that does not parse, or lists one token twice, fails closed: every `/v1`
+ *   request is refused (500 `internal`, since it is an operator error, never a client's).
  *
  * Configuration: the `AUTH_TOKENS` variable (a secret in deployments) holds JSON, e.g.
- * `[{"token":"s3cret","role":"write","namespaces":["billing"]}]`. See docs/auth.md.
+ * `[{"token":"s3cret-token","role":"write","namespaces":["billing"]}]`. See docs/auth.md.
  * `npm start` passes a development-only value that accepts `dev-token`.
+ *
+ * Does not: rate-limit failed attempts, or expire tokens (rotate by editing the secret).
  */
 import { z } from "zod";
 import { ShiftlockError } from "../protocol/errors.ts";
 
 export type Role = "read" | "write";
 
+/** What a token may do. */
 export interface Grant {
   role: Role;
+  /** The namespaces the token may touch, or `"*"` for every namespace. */
   namespaces: "*" | readonly string[];
 }
 
+/** Shortest accepted token, so a typo'd config cannot create a guessable token. */
+export const TOKEN_MIN_LENGTH = 8;
+
 const tokenConfigSchema = z.array(
   z.strictObject({
-    token: z.string().min(8, "tokens must be at least 8 characters"),
+    token: z
+      .string()
+      .min(TOKEN_MIN_LENGTH, `tokens must be at least ${TOKEN_MIN_LENGTH} characters`)
+      .regex(/^[\x21-\x7e]+$/, "tokens must be printable ASCII without spaces"),
     role: z.enum(["read", "write"]),
     namespaces: z.union([z.literal("*"), z.array(z.string().min(1)).min(1)]),
   }),
@@ -42,25 +54,56 @@ async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 }
 
+/**
+ * Constant-time equality of two digests. Portable (Workers and Node); the inputs are
+ * fixed-length digests, so only their contents, never their lengths, could leak.
+ */
+function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
+  let difference = a.length ^ b.length;
+  for (let i = 0; i < a.length; i++) difference |= (a[i] ?? 0) ^ (b[i] ?? 0);
+  return difference === 0;
+}
+
+/**
+ * Parse `AUTH_TOKENS` (JSON list of `{token, role, namespaces}`). An empty or absent value
+ * means no tokens (every `/v1` request is 401). Throws `internal` naming the problem, never
+ * the token, when the value is malformed or lists a token twice.
+ */
+export function parseTokenConfig(config: string | undefined): { token: string; grant: Grant }[] {
+  const text = config ?? "";
+  if (text.trim() === "") return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ShiftlockError("internal", "AUTH_TOKENS is not valid JSON");
+  }
+  const tokens = tokenConfigSchema.safeParse(parsed);
+  if (!tokens.success) {
+    const issue = tokens.error.issues[0];
+    const where = issue?.path.filter((p) => p !== "token").join(".") ?? "";
+    throw new ShiftlockError(
+      "internal",
+      `AUTH_TOKENS does not match its schema at [${where}]: ${issue?.message ?? ""}`,
+    );
+  }
+  const seen = new Set<string>();
+  return tokens.data.map((t, index) => {
+    if (seen.has(t.token)) throw new ShiftlockError("internal", `AUTH_TOKENS lists the token at [${index}] twice`);
+    seen.add(t.token);
+    return { token: t.token, grant: { role: t.role, namespaces: t.namespaces } };
+  });
+}
+
 /** Parse and hash the token configuration once per distinct configuration string. */
 export function compileTokens(config: string | undefined): Promise<CompiledToken[]> {
   const key = config ?? "";
   let compiled = cache.get(key);
   if (compiled === undefined) {
-    compiled = (async () => {
-      if (key.trim() === "") return [];
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(key);
-      } catch {
-        throw new ShiftlockError("internal", "AUTH_TOKENS is not valid JSON");
-      }
-      const tokens = tokenConfigSchema.safeParse(parsed);
-      if (!tokens.success) throw new ShiftlockError("internal", "AUTH_TOKENS does not match its schema");
-      return Promise.all(
-        tokens.data.map(async (t) => ({ role: t.role, namespaces: t.namespaces, digest: await sha256(t.token) })),
-      );
-    })();
+    compiled = (async () =>
+      Promise.all(
+        parseTokenConfig(key).map(async ({ token, grant }) => ({ ...grant, digest: await sha256(token) })),
+      ))();
     // A bad configuration must not be cached forever as a rejected promise.
     compiled.catch(() => cache.delete(key));
     cache.set(key, compiled);
@@ -68,27 +111,37 @@ export function compileTokens(config: string | undefined): Promise<CompiledToken
   return compiled;
 }
 
-/** Read the bearer token from the header, or from the WebSocket subprotocol list. */
-export function presentedToken(headers: Headers): { token: string; subprotocol?: string } | undefined {
+/** Browsers cannot set headers on a WebSocket; they send the token as this subprotocol. */
+export const BEARER_SUBPROTOCOL_PREFIX = "shiftlock.bearer.";
+
+/** A token found on a request, and the subprotocol that carried it (to echo in the handshake). */
+export interface PresentedToken {
+  token: string;
+  subprotocol?: string;
+}
+
+/**
+ * Read the bearer token: from `Authorization: Bearer <token>`, or, on a WebSocket upgrade
+ * without that header, from a `shiftlock.bearer.<token>` subprotocol. A malformed
+ * `Authorization` header counts as no token (it is not silently ignored in favour of another).
+ */
+export function presentedToken(headers: Headers): PresentedToken | undefined {
   const authorization = headers.get("Authorization");
   if (authorization !== null) {
-    const match = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
+    const match = /^Bearer +([\x21-\x7e]+)$/i.exec(authorization.trim());
     return match?.[1] === undefined ? undefined : { token: match[1] };
   }
+  if (headers.get("Upgrade")?.toLowerCase() !== "websocket") return undefined;
   const protocols = headers.get("Sec-WebSocket-Protocol");
-  if (protocols !== null) {
-    for (const raw of protocols.split(",")) {
-      const protocol = raw.trim();
-      if (protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX) && protocol.length > BEARER_SUBPROTOCOL_PREFIX.length) {
-        return { token: protocol.slice(BEARER_SUBPROTOCOL_PREFIX.length), subprotocol: protocol };
-      }
+  if (protocols === null) return undefined;
+  for (const raw of protocols.split(",")) {
+    const protocol = raw.trim();
+    if (protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX) && protocol.length > BEARER_SUBPROTOCOL_PREFIX.length) {
+      return { token: protocol.slice(BEARER_SUBPROTOCOL_PREFIX.length), subprotocol: protocol };
     }
   }
   return undefined;
 }
-
-/** Browsers cannot set headers on a WebSocket; they send the token as this subprotocol. */
-export const BEARER_SUBPROTOCOL_PREFIX = "shiftlock.bearer.";
 
 /** Find the grant of a presented token, comparing against every configured token. */
 export async function authenticate(config: string | undefined, token: string): Promise<Grant | undefined> {
@@ -97,11 +150,15 @@ export async function authenticate(config: string | undefined, token: string): P
   let found: Grant | undefined;
   for (const candidate of tokens) {
     // No early exit: the time taken does not depend on which token matched.
-    if (crypto.subtle.timingSafeEqual(candidate.digest, digest) && found === undefined) {
-      found = { role: candidate.role, namespaces: candidate.namespaces };
-    }
+    const match = digestsEqual(candidate.digest, digest);
+    if (match && found === undefined) found = { role: candidate.role, namespaces: candidate.namespaces };
   }
   return found;
+}
+
+/** True for methods the `read` role may use (a WebSocket watch is a GET). */
+export function isReadMethod(method: string): boolean {
+  return method === "GET" || method === "HEAD";
 }
 
 /** Throw `forbidden` unless the grant covers the namespace and the method. */
@@ -109,6 +166,5 @@ export function authorize(grant: Grant, namespace: string, method: string): void
   if (grant.namespaces !== "*" && !grant.namespaces.includes(namespace)) {
     throw new ShiftlockError("forbidden", "token is not allowed for this namespace");
   }
-  const isRead = method === "GET" || method === "HEAD";
-  if (!isRead && grant.role !== "write") throw new ShiftlockError("forbidden", "token is read-only");
+  if (!isReadMethod(method) && grant.role !== "write") throw new ShiftlockError("forbidden", "token is read-only");
 }

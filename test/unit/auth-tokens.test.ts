@@ -1,0 +1,175 @@
+// Token configuration, authentication, authorization and how a token is presented
+// (SPEC §2 "Auth"), independent of the router.
+import { describe, expect, it } from "vitest";
+import {
+  authenticate,
+  authorize,
+  isReadMethod,
+  parseTokenConfig,
+  presentedToken,
+  BEARER_SUBPROTOCOL_PREFIX,
+} from "../../src/http/auth.ts";
+import { ShiftlockError } from "../../src/protocol/errors.ts";
+
+const CONFIG = JSON.stringify([
+  { token: "writer-everything", role: "write", namespaces: "*" },
+  { token: "reader-everything", role: "read", namespaces: "*" },
+  { token: "writer-billing-and-ops", role: "write", namespaces: ["billing", "ops"] },
+  { token: "reader-billing", role: "read", namespaces: ["billing"] },
+]);
+
+function internalMessage(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ShiftlockError);
+    expect((err as ShiftlockError).code).toBe("internal");
+    return (err as ShiftlockError).message;
+  }
+  throw new Error("expected a throw");
+}
+
+describe("parseTokenConfig", () => {
+  it("reads a list of tokens with roles and namespace lists", () => {
+    expect(parseTokenConfig(CONFIG).map((t) => t.grant)).toEqual([
+      { role: "write", namespaces: "*" },
+      { role: "read", namespaces: "*" },
+      { role: "write", namespaces: ["billing", "ops"] },
+      { role: "read", namespaces: ["billing"] },
+    ]);
+  });
+
+  it("treats an absent or blank value as no tokens (every request is refused)", () => {
+    expect(parseTokenConfig(undefined)).toEqual([]);
+    expect(parseTokenConfig("  \n")).toEqual([]);
+    expect(parseTokenConfig("[]")).toEqual([]);
+  });
+
+  it.each([
+    ["not JSON", "{"],
+    ["an object instead of a list", JSON.stringify({ token: "abcdefgh", role: "write", namespaces: "*" })],
+    ["a short token", JSON.stringify([{ token: "short", role: "write", namespaces: "*" }])],
+    ["a token with a space", JSON.stringify([{ token: "has a space", role: "write", namespaces: "*" }])],
+    ["an unknown role", JSON.stringify([{ token: "abcdefgh", role: "admin", namespaces: "*" }])],
+    ["an empty namespace list", JSON.stringify([{ token: "abcdefgh", role: "read", namespaces: [] }])],
+    ["an unknown field", JSON.stringify([{ token: "abcdefgh", role: "read", namespaces: "*", ttl: 1 }])],
+    ["a missing role", JSON.stringify([{ token: "abcdefgh", namespaces: "*" }])],
+  ])("fails closed on %s", (_what, config) => {
+    internalMessage(() => parseTokenConfig(config));
+  });
+
+  it("refuses a token listed twice, without printing it", () => {
+    const config = JSON.stringify([
+      { token: "duplicate-secret", role: "read", namespaces: "*" },
+      { token: "duplicate-secret", role: "write", namespaces: "*" },
+    ]);
+    const message = internalMessage(() => parseTokenConfig(config));
+    expect(message).not.toContain("duplicate-secret");
+  });
+
+  it("never puts a token in a schema error", () => {
+    const config = JSON.stringify([{ token: "secret with space", role: "write", namespaces: "*" }]);
+    expect(internalMessage(() => parseTokenConfig(config))).not.toContain("secret");
+  });
+});
+
+describe("authenticate", () => {
+  it("finds each token's own grant among several", async () => {
+    expect(await authenticate(CONFIG, "writer-everything")).toEqual({ role: "write", namespaces: "*" });
+    expect(await authenticate(CONFIG, "reader-billing")).toEqual({ role: "read", namespaces: ["billing"] });
+    expect(await authenticate(CONFIG, "writer-billing-and-ops")).toEqual({
+      role: "write",
+      namespaces: ["billing", "ops"],
+    });
+  });
+
+  it("refuses unknown tokens, prefixes and extensions of real ones", async () => {
+    for (const token of ["nope-nope-nope", "writer-everythin", "writer-everything2", "WRITER-EVERYTHING", ""]) {
+      expect(await authenticate(CONFIG, token)).toBeUndefined();
+    }
+  });
+
+  it("refuses everything when no tokens are configured", async () => {
+    expect(await authenticate(undefined, "dev-token")).toBeUndefined();
+    expect(await authenticate("", "dev-token")).toBeUndefined();
+  });
+
+  it("rejects (does not cache) a broken configuration", async () => {
+    await expect(authenticate("[oops", "whatever-token")).rejects.toMatchObject({ code: "internal" });
+    await expect(authenticate("[oops", "whatever-token")).rejects.toMatchObject({ code: "internal" });
+  });
+});
+
+describe("authorize", () => {
+  const code = (fn: () => void): string | undefined => {
+    try {
+      fn();
+      return undefined;
+    } catch (err) {
+      return (err as ShiftlockError).code;
+    }
+  };
+
+  it("lets write tokens do everything in their namespaces", () => {
+    for (const method of ["GET", "HEAD", "POST", "PATCH", "DELETE", "PUT"]) {
+      expect(code(() => authorize({ role: "write", namespaces: ["billing", "ops"] }, "ops", method))).toBeUndefined();
+      expect(code(() => authorize({ role: "write", namespaces: "*" }, "anything", method))).toBeUndefined();
+    }
+  });
+
+  it("limits read tokens to GET and HEAD (a watch upgrade is a GET)", () => {
+    const grant = { role: "read", namespaces: "*" } as const;
+    expect(code(() => authorize(grant, "billing", "GET"))).toBeUndefined();
+    expect(code(() => authorize(grant, "billing", "HEAD"))).toBeUndefined();
+    for (const method of ["POST", "PATCH", "DELETE", "PUT", "OPTIONS"]) {
+      expect(code(() => authorize(grant, "billing", method))).toBe("forbidden");
+    }
+  });
+
+  it("forbids namespaces outside the list, matching names exactly", () => {
+    const grant = { role: "write", namespaces: ["billing"] } as const;
+    for (const ns of ["ops", "Billing", "billing ", "billin", "billing2"]) {
+      expect(code(() => authorize(grant, ns, "GET"))).toBe("forbidden");
+    }
+  });
+
+  it("classifies read methods", () => {
+    expect(["GET", "HEAD", "POST", "DELETE"].map(isReadMethod)).toEqual([true, true, false, false]);
+  });
+});
+
+describe("presentedToken", () => {
+  const headers = (init: Record<string, string>) => new Headers(init);
+
+  it("reads Authorization: Bearer, case-insensitively on the scheme", () => {
+    expect(presentedToken(headers({ Authorization: "Bearer abc.def-123" }))).toEqual({ token: "abc.def-123" });
+    expect(presentedToken(headers({ Authorization: "bearer abc" }))).toEqual({ token: "abc" });
+  });
+
+  it.each(["", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer two tokens", "Token abc"])(
+    "treats a malformed header %j as no token",
+    (value) => {
+      expect(presentedToken(headers({ Authorization: value }))).toBeUndefined();
+    },
+  );
+
+  it("reads the subprotocol token on a WebSocket upgrade and remembers the subprotocol", () => {
+    const h = headers({ Upgrade: "websocket", "Sec-WebSocket-Protocol": `other, ${BEARER_SUBPROTOCOL_PREFIX}tok123` });
+    expect(presentedToken(h)).toEqual({ token: "tok123", subprotocol: "shiftlock.bearer.tok123" });
+  });
+
+  it("ignores the subprotocol outside an upgrade, and an empty subprotocol token", () => {
+    expect(presentedToken(headers({ "Sec-WebSocket-Protocol": "shiftlock.bearer.tok123" }))).toBeUndefined();
+    expect(
+      presentedToken(headers({ Upgrade: "websocket", "Sec-WebSocket-Protocol": "shiftlock.bearer." })),
+    ).toBeUndefined();
+  });
+
+  it("prefers the header when both are present, and a bad header is not rescued by a subprotocol", () => {
+    const both = { Upgrade: "websocket", "Sec-WebSocket-Protocol": "shiftlock.bearer.sub-token" };
+    expect(presentedToken(headers({ ...both, Authorization: "Bearer header-token" }))).toEqual({
+      token: "header-token",
+    });
+    expect(presentedToken(headers({ ...both, Authorization: "Basic x" }))).toBeUndefined();
+  });
+});
