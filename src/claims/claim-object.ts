@@ -1,4 +1,206 @@
-// Placeholder: replaced by the real object.
+/**
+ * One Durable Object per claim (SPEC §3): the single writer of that claim's record, fencing
+ * token, history and operation records.
+ *
+ * Every mutation is the same five steps: load → decide (pure machine, `nowMs` from the
+ * clock) → save in ONE synchronous transaction (record + events + operation record) →
+ * re-arm the alarm → publish events to watchers. Nothing awaits between decide and save,
+ * and publishing happens before the first await, so events leave in commit order.
+ *
+ * Guarantees:
+ * - Operation ids: a retry with the same id and request returns the first response (same
+ *   status and body) without touching state or publishing; the same id with a different
+ *   route or body is `operation_id_conflict`. Only 2xx and 409 outcomes are remembered.
+ * - Lazy expiry on every access (mutations, GET and watch), persisted with its `expired`
+ *   event; reading a never-created claim answers `claim_not_found` and writes nothing.
+ * - The RPC methods return plain {@link WireResponse} data; they throw only on bugs.
+ *
+ * Does not: validate request shapes or authenticate (the router does, before calling).
+ */
 import { DurableObject } from "cloudflare:workers";
+import type {
+  AbortBody,
+  AcquireBody,
+  ClaimRecord,
+  CommitBody,
+  PrepareBody,
+  ReleaseBody,
+  RenewBody,
+} from "../protocol/claims.ts";
+import { systemClock } from "../protocol/clock.ts";
+import type { Clock } from "../protocol/clock.ts";
+import { parseCounter } from "../protocol/counter.ts";
+import { ShiftlockError, errorEnvelope } from "../protocol/errors.ts";
+import { armAlarm } from "./alarm.ts";
+import { decideClaim } from "./machine.ts";
+import type { ClaimCommand, ClaimStep } from "./machine.ts";
+import { isRememberedStatus, replay, requestFingerprint } from "./operations.ts";
+import { claimResultToResponse } from "./response.ts";
+import type { WireResponse } from "./response.ts";
+import { ClaimStore } from "./store.ts";
+import { ClaimWatchers, PING_TEXT, PONG_TEXT, closeQuietly, watchRefusal } from "./watch.ts";
 
-export class ClaimObject extends DurableObject<Env> {}
+/** A validated mutation as the router hands it over. */
+export type ClaimRequest =
+  | { route: "acquire"; body: AcquireBody }
+  | { route: "renew"; body: RenewBody }
+  | { route: "transfer/prepare"; body: PrepareBody }
+  | { route: "transfer/commit"; body: CommitBody }
+  | { route: "transfer/abort"; body: AbortBody }
+  | { route: "release"; body: ReleaseBody };
+
+/** Map a validated request to the machine's command. */
+export function toCommand(request: ClaimRequest): ClaimCommand {
+  switch (request.route) {
+    case "acquire": {
+      const { generationId, ttlMs, allowEmptyOnly } = request.body;
+      return { kind: "acquire", generationId, ttlMs, allowEmptyOnly };
+    }
+    case "renew": {
+      const { generationId, token, ttlMs } = request.body;
+      return { kind: "renew", generationId, token, ttlMs };
+    }
+    case "transfer/prepare": {
+      const { fromGeneration, toGeneration, token, ttlMs } = request.body;
+      return { kind: "prepare", fromGeneration, toGeneration, token, ttlMs };
+    }
+    case "transfer/commit": {
+      const { fromGeneration, toGeneration, expectedToken, ttlMs } = request.body;
+      return { kind: "commit", fromGeneration, toGeneration, expectedToken, ttlMs };
+    }
+    case "transfer/abort": {
+      const { fromGeneration, toGeneration, expectedToken } = request.body;
+      return { kind: "abort", fromGeneration, toGeneration, expectedToken };
+    }
+    case "release": {
+      const { generationId, token } = request.body;
+      return { kind: "release", generationId, token };
+    }
+  }
+}
+
+/** Internal query parameters of the watch upgrade the router forwards. */
+export const WATCH_PARAMS = { name: "name", afterVersion: "afterVersion", subprotocol: "subprotocol" } as const;
+
+export class ClaimObject extends DurableObject<Env> {
+  private readonly store: ClaimStore;
+  private readonly watchers: ClaimWatchers;
+  /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
+  clock: Clock = systemClock;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new ClaimStore(ctx.storage);
+    this.watchers = new ClaimWatchers(ctx, this.store);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
+    void ctx.blockConcurrencyWhile(() => {
+      this.store.migrate();
+      return Promise.resolve();
+    });
+  }
+
+  /** Apply one claim mutation. */
+  async command(name: string, request: ClaimRequest): Promise<WireResponse> {
+    const fingerprint = requestFingerprint(request.route, request.body);
+    const operationId = request.body.operationId;
+    if (operationId !== undefined) {
+      const prior = this.store.findOperation(operationId);
+      // A replay answers from the record alone: no decision, no write, no event.
+      if (prior !== undefined) return replay(prior, fingerprint);
+    }
+    const current = this.load(name);
+    const nowMs = this.clock.nowMs();
+    const step = decideClaim(name, current, toCommand(request), nowMs);
+    const response = claimResultToResponse(step.result);
+    const remember = operationId !== undefined && isRememberedStatus(response.status);
+    this.store.commit(current, step, remember ? { operationId, fingerprint, response, atMs: nowMs } : undefined);
+    await this.afterCommit(step);
+    return response;
+  }
+
+  /** Read the claim (applying expiry). `claim_not_found` when it was never created. */
+  async get(name: string): Promise<WireResponse> {
+    const step = this.touch(name);
+    await this.afterCommit(step);
+    return claimResultToResponse(step.result);
+  }
+
+  /** WebSocket upgrades for watch (the router has authenticated and validated). */
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const name = url.searchParams.get(WATCH_PARAMS.name) ?? "";
+    const after = url.searchParams.get(WATCH_PARAMS.afterVersion);
+    const afterVersion = after === null ? undefined : parseCounter(after);
+    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || name === "" || afterVersion === null) {
+      return watchRefusal(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
+    }
+    const max = Number.parseInt(this.env.MAX_WATCHERS_PER_OBJECT, 10);
+    if (Number.isFinite(max) && this.watchers.count() >= max) {
+      return watchRefusal(
+        429,
+        errorEnvelope("rate_limited", "too many watchers on this claim", { retryAfterMs: 1000 }),
+        {
+          "Retry-After": "1",
+        },
+      );
+    }
+    // Expiry first (published to existing watchers), then register + replay: all synchronous.
+    const step = this.touch(name);
+    this.watchers.publish(step.events);
+    const pair = new WebSocketPair();
+    this.watchers.register(pair[1], step.next, afterVersion);
+    await this.afterCommit(step, false);
+    const headers = new Headers();
+    const subprotocol = url.searchParams.get(WATCH_PARAMS.subprotocol);
+    if (subprotocol !== null && subprotocol !== "") headers.set("Sec-WebSocket-Protocol", subprotocol);
+    return new Response(null, { status: 101, webSocket: pair[0], headers });
+  }
+
+  /** Expiry at the deadline, with nobody touching the claim. Idempotent. */
+  override async alarm(): Promise<void> {
+    const current = this.store.load();
+    if (current === undefined) return;
+    const step = decideClaim(current.name, current, { kind: "expire" }, this.clock.nowMs());
+    this.store.commit(current, step, undefined);
+    this.watchers.publish(step.events);
+    // Early, late or repeated runs all end here: re-arm for what the record says now.
+    await armAlarm(this.ctx.storage, step.next);
+  }
+
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    this.watchers.message(ws, message);
+  }
+
+  override webSocketClose(ws: WebSocket, _code: number, _reason: string, _wasClean: boolean): void {
+    // Complete the closing handshake; 1005/1006 cannot be sent back, so answer 1000.
+    closeQuietly(ws, 1000, "closed");
+  }
+
+  override webSocketError(ws: WebSocket, _error: unknown): void {
+    closeQuietly(ws, 1000, "error");
+  }
+
+  /** Load, checking that the object is addressed under the claim's own name. */
+  private load(name: string): ClaimRecord | undefined {
+    const current = this.store.load();
+    if (current !== undefined && current.name !== name) {
+      throw new ShiftlockError("internal", "claim object addressed under a different name");
+    }
+    return current;
+  }
+
+  /** Load and apply lazy expiry (persisting it). Synchronous. */
+  private touch(name: string): ClaimStep {
+    const current = this.load(name);
+    const step = decideClaim(name, current, { kind: "get" }, this.clock.nowMs());
+    if (step.changed) this.store.commit(current, step, undefined);
+    return step;
+  }
+
+  /** Steps 4–5: publish first (synchronously, in commit order), then re-arm the alarm. */
+  private async afterCommit(step: ClaimStep, publish = true): Promise<void> {
+    if (!step.changed) return;
+    if (publish) this.watchers.publish(step.events);
+    await armAlarm(this.ctx.storage, step.next);
+  }
+}

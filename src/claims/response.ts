@@ -9,10 +9,14 @@ import { claimToWire } from "../protocol/claims.ts";
 import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
 import type { ClaimResult } from "./machine.ts";
 
-/** A response as plain data: safe to store, to send over RPC and to replay. */
+/**
+ * A response as plain data: safe to store, to send over RPC and to replay. `body` is typed
+ * `object | null` (not `unknown`) because workerd's RPC typings turn a method returning `unknown`
+ * into `never` on the stub.
+ */
 export interface WireResponse {
   status: number;
-  body: unknown;
+  body: object | null;
 }
 
 export function claimResultToResponse(result: ClaimResult): WireResponse {

@@ -96,8 +96,9 @@ export const renewBodySchema = z.strictObject({
 });
 export const prepareBodySchema = z.strictObject({
   fromGeneration: nameSchema,
-  // May be empty on the wire so the machine can answer SPEC's `invalid_request` for it.
-  toGeneration: z.string(),
+  // "" or a valid name: the machine answers SPEC's `invalid_request` for "" (and for = from)
+  // after the ownership checks; anything else that is not a name is rejected up front.
+  toGeneration: z.union([z.literal(""), nameSchema]),
   token: counterSchema,
   ttlMs: ttlMsSchema,
   operationId,

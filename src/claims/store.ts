@@ -1,0 +1,283 @@
+/**
+ * The claim's durable state in the Durable Object's SQLite database: one claim row, the
+ * retained event history and the operation-id replay records.
+ *
+ * Guarantees:
+ * - {@link ClaimStore.commit} writes the record, its events and the operation record in ONE
+ *   synchronous transaction: all of them or none.
+ * - The fencing token lives in the claim row, which is never deleted. It only moves through
+ *   a guarded `UPDATE … WHERE fencing_token = <previous>`; a token that would move by
+ *   anything but +1, or whose stored value is not what the caller decided from, aborts the
+ *   transaction (a bug, surfaced as `internal`, never a silent reuse).
+ * - Counters are stored as decimal TEXT (tokens reach 2^64−2, beyond SQLite's INTEGER and
+ *   JavaScript's exact numbers). Events are keyed by version, also TEXT, zero-padded to 20
+ *   digits so that SQLite's text order is numeric order.
+ * - At least the newest {@link EVENT_RETENTION} events are kept; `events_pruned_through`
+ *   remembers the highest pruned version so a watcher can tell whether history reaches it.
+ * - Operation records are pruned only when both retention bounds of operations.ts are
+ *   exceeded (≥ 1,000 newer records and older than one hour).
+ * - The schema is versioned: {@link MIGRATIONS} run in order, once, at construction.
+ *
+ * Does not: decide anything (machine.ts does), arm alarms or talk to sockets.
+ */
+import type { ClaimPhase, ClaimReason, ClaimRecord } from "../protocol/claims.ts";
+import { claimToWire } from "../protocol/claims.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
+import type { ClaimEvent, ClaimStep } from "./machine.ts";
+import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "./operations.ts";
+import type { OperationRecord } from "./operations.ts";
+import type { WireResponse } from "./response.ts";
+
+/** Events kept for `afterVersion` replay (SPEC: at least the last 256). */
+export const EVENT_RETENTION = 256;
+
+/** Ordered schema migrations; index + 1 is the schema version they produce. */
+export const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS claim (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     name TEXT NOT NULL,
+     owner_generation TEXT NOT NULL,
+     fencing_token TEXT NOT NULL,
+     phase TEXT NOT NULL,
+     acquired_at_ms INTEGER NOT NULL,
+     expires_at_ms INTEGER NOT NULL,
+     previous_owner TEXT NOT NULL,
+     pending_successor TEXT NOT NULL,
+     drain_status TEXT NOT NULL,
+     transfer_status TEXT NOT NULL,
+     last_heartbeat_ms INTEGER NOT NULL,
+     reason TEXT NOT NULL,
+     version TEXT NOT NULL
+   );
+   CREATE TABLE IF NOT EXISTS events (version TEXT PRIMARY KEY, message TEXT NOT NULL) WITHOUT ROWID;
+   CREATE TABLE IF NOT EXISTS operations (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     operation_id TEXT NOT NULL UNIQUE,
+     fingerprint TEXT NOT NULL,
+     status INTEGER NOT NULL,
+     body TEXT NOT NULL,
+     at_ms INTEGER NOT NULL
+   );`,
+];
+
+/** The JSON text of a watch event message, as stored and as sent. */
+export function eventMessage(event: ClaimEvent): string {
+  return JSON.stringify({ type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs });
+}
+
+const versionKey = (version: bigint): string => version.toString().padStart(20, "0");
+
+type ClaimRow = {
+  name: string;
+  owner_generation: string;
+  fencing_token: string;
+  phase: string;
+  acquired_at_ms: number;
+  expires_at_ms: number;
+  previous_owner: string;
+  pending_successor: string;
+  drain_status: string;
+  transfer_status: string;
+  last_heartbeat_ms: number;
+  reason: string;
+  version: string;
+};
+
+/** Replay answer for `afterVersion`: retained event messages, or `truncated`. */
+export type History = { kind: "events"; messages: string[] } | { kind: "truncated" };
+
+export class ClaimStore {
+  constructor(private readonly storage: DurableObjectStorage) {}
+
+  private get sql(): SqlStorage {
+    return this.storage.sql;
+  }
+
+  /** Bring the schema up to date. Idempotent; call under `blockConcurrencyWhile`. */
+  migrate(): void {
+    this.storage.transactionSync(() => {
+      this.sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      const current = Number(this.meta("schema_version") ?? "0");
+      for (let v = current; v < MIGRATIONS.length; v++) this.sql.exec(MIGRATIONS[v]!);
+      if (current !== MIGRATIONS.length) this.setMeta("schema_version", String(MIGRATIONS.length));
+    });
+  }
+
+  private meta(key: string): string | undefined {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
+    return row?.value;
+  }
+
+  private setMeta(key: string, value: string): void {
+    this.sql.exec(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+      key,
+      value,
+    );
+  }
+
+  /** The current record, or undefined when the claim was never created. */
+  load(): ClaimRecord | undefined {
+    const row = this.sql.exec<ClaimRow>("SELECT * FROM claim WHERE id = 1").toArray()[0];
+    if (row === undefined) return undefined;
+    return {
+      name: row.name,
+      ownerGeneration: row.owner_generation,
+      fencingToken: BigInt(row.fencing_token),
+      phase: row.phase as ClaimPhase,
+      acquiredAtMs: row.acquired_at_ms,
+      expiresAtMs: row.expires_at_ms,
+      previousOwner: row.previous_owner,
+      pendingSuccessor: row.pending_successor,
+      drainStatus: row.drain_status as ClaimRecord["drainStatus"],
+      transferStatus: row.transfer_status as ClaimRecord["transferStatus"],
+      lastHeartbeatMs: row.last_heartbeat_ms,
+      reason: row.reason as ClaimReason,
+      version: BigInt(row.version),
+    };
+  }
+
+  /** The stored operation record for `operationId`, if still retained. */
+  findOperation(operationId: string): OperationRecord | undefined {
+    const row = this.sql
+      .exec<{ fingerprint: string; status: number; body: string; at_ms: number }>(
+        "SELECT fingerprint, status, body, at_ms FROM operations WHERE operation_id = ?",
+        operationId,
+      )
+      .toArray()[0];
+    if (row === undefined) return undefined;
+    const response: WireResponse = { status: row.status, body: JSON.parse(row.body) as object };
+    return { operationId, fingerprint: row.fingerprint, response, atMs: row.at_ms };
+  }
+
+  /**
+   * Persist one decided step: the record (if changed), its events and the operation record,
+   * atomically. `previous` is the record the step was decided from.
+   */
+  commit(previous: ClaimRecord | undefined, step: ClaimStep, operation: OperationRecord | undefined): void {
+    this.storage.transactionSync(() => {
+      if (step.changed && step.next !== undefined) this.writeRecord(previous, step.next, step.tokenAdvanced);
+      for (const event of step.events) this.appendEvent(event);
+      if (step.events.length > 0) this.pruneEvents();
+      if (operation !== undefined) this.rememberOperation(operation);
+    });
+  }
+
+  private writeRecord(previous: ClaimRecord | undefined, next: ClaimRecord, tokenAdvanced: boolean): void {
+    const before = previous?.fencingToken ?? 0n;
+    if (previous === undefined) {
+      // The row is born with token 0; the guarded update below is the only way it grows.
+      this.sql.exec(
+        `INSERT INTO claim (id, name, owner_generation, fencing_token, phase, acquired_at_ms, expires_at_ms,
+           previous_owner, pending_successor, drain_status, transfer_status, last_heartbeat_ms, reason, version)
+         VALUES (1, ?, '', '0', 'unowned', 0, 0, '', '', '', '', 0, '', '0')`,
+        next.name,
+      );
+    }
+    if (tokenAdvanced) {
+      if (next.fencingToken !== before + 1n) throw new ShiftlockError("internal", "fencing token must advance by 1");
+      const moved = this.sql
+        .exec(
+          "UPDATE claim SET fencing_token = ? WHERE id = 1 AND fencing_token = ? RETURNING fencing_token",
+          next.fencingToken.toString(),
+          before.toString(),
+        )
+        .toArray();
+      if (moved.length !== 1) throw new ShiftlockError("internal", "fencing token changed underneath the decision");
+    } else if (next.fencingToken !== before) {
+      throw new ShiftlockError("internal", "fencing token changed without advancing");
+    }
+    const updated = this.sql
+      .exec(
+        `UPDATE claim SET owner_generation = ?, phase = ?, acquired_at_ms = ?, expires_at_ms = ?, previous_owner = ?,
+           pending_successor = ?, drain_status = ?, transfer_status = ?, last_heartbeat_ms = ?, reason = ?, version = ?
+         WHERE id = 1 AND version = ? RETURNING version`,
+        next.ownerGeneration,
+        next.phase,
+        next.acquiredAtMs,
+        next.expiresAtMs,
+        next.previousOwner,
+        next.pendingSuccessor,
+        next.drainStatus,
+        next.transferStatus,
+        next.lastHeartbeatMs,
+        next.reason,
+        next.version.toString(),
+        (previous?.version ?? 0n).toString(),
+      )
+      .toArray();
+    if (updated.length !== 1) throw new ShiftlockError("internal", "claim version changed underneath the decision");
+  }
+
+  private appendEvent(event: ClaimEvent): void {
+    this.sql.exec(
+      "INSERT INTO events (version, message) VALUES (?, ?)",
+      versionKey(event.claim.version),
+      eventMessage(event),
+    );
+  }
+
+  private pruneEvents(): void {
+    const cutoff = this.sql
+      .exec<{ version: string }>("SELECT version FROM events ORDER BY version DESC LIMIT 1 OFFSET ?", EVENT_RETENTION)
+      .toArray()[0];
+    if (cutoff === undefined) return;
+    this.sql.exec("DELETE FROM events WHERE version <= ?", cutoff.version);
+    this.setMeta("events_pruned_through", BigInt(cutoff.version).toString());
+  }
+
+  private rememberOperation(op: OperationRecord): void {
+    this.sql.exec(
+      "INSERT INTO operations (operation_id, fingerprint, status, body, at_ms) VALUES (?, ?, ?, ?, ?)",
+      op.operationId,
+      op.fingerprint,
+      op.response.status,
+      JSON.stringify(op.response.body),
+      op.atMs,
+    );
+    // Prunable = at least OPERATION_RETENTION_COUNT newer records AND older than the window.
+    const boundary = this.sql
+      .exec<{ seq: number }>("SELECT seq FROM operations ORDER BY seq DESC LIMIT 1 OFFSET ?", OPERATION_RETENTION_COUNT)
+      .toArray()[0];
+    if (boundary === undefined) return;
+    this.sql.exec(
+      "DELETE FROM operations WHERE seq <= ? AND at_ms < ?",
+      boundary.seq,
+      op.atMs - OPERATION_RETENTION_MS,
+    );
+  }
+
+  /**
+   * Retained events with version > `afterVersion`, oldest first; `truncated` when history no
+   * longer reaches `afterVersion` (pruned past it) or `afterVersion` is beyond the record.
+   */
+  history(afterVersion: bigint, current: ClaimRecord | undefined): History {
+    const prunedThrough = BigInt(this.meta("events_pruned_through") ?? "0");
+    if (afterVersion < prunedThrough || afterVersion > (current?.version ?? 0n)) return { kind: "truncated" };
+    const messages = this.sql
+      .exec<{ message: string }>(
+        "SELECT message FROM events WHERE version > ? ORDER BY version ASC",
+        versionKey(afterVersion),
+      )
+      .toArray()
+      .map((r) => r.message);
+    return { kind: "events", messages };
+  }
+
+  /** How many retained events have a version in (`after`, `through`]. */
+  countEvents(after: bigint, through: bigint): number {
+    return this.sql
+      .exec<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM events WHERE version > ? AND version <= ?",
+        versionKey(after),
+        versionKey(through),
+      )
+      .one().n;
+  }
+
+  /** Test and repair hook: the highest version whose event may have been pruned. */
+  prunedThrough(): bigint {
+    return BigInt(this.meta("events_pruned_through") ?? "0");
+  }
+}
