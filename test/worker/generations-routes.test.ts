@@ -2,10 +2,15 @@
 // and storage (the record lives in the generation's own Durable Object).
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { objectName } from "../../src/http/object-names.ts";
 import { systemClock } from "../../src/protocol/clock.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
+
+// The first request loads the Worker module, which can take seconds on a busy machine.
+beforeAll(async () => {
+  await exports.default.fetch("http://x/healthz");
+}, 60_000);
 
 const WRITE = { Authorization: "Bearer test-write-all" };
 
