@@ -1,4 +1,239 @@
-// Placeholder: replaced by the real object.
+/**
+ * One coord scope's Durable Object (SPEC §4): the write lease, its waiters, the durable
+ * generation/root/prefix, and the watchers.
+ *
+ * Guarantees:
+ * - Every method is the five steps: load (cached in memory after the first call; this
+ *   instance is the only writer) → decide with the pure machine at the object's clock →
+ *   save in one synchronous transaction → publish events and answer waiters → re-arm the
+ *   alarm. Nothing awaits between decide and save.
+ * - Waiting acquires are held open here: the RPC's promise settles exactly once, with the
+ *   grant, or with `lease_held` when `waitMs` passes (the alarm fires at the deadline) or
+ *   when the router reports that the caller went away ({@link ScopeObject.cancelWait}). A
+ *   grant whose caller already left is released at once, so the scope is never stranded.
+ * - The alarm is one per object, set to the earliest lease expiry or waiter deadline, and
+ *   idempotent (early, late or repeated runs decide from the state).
+ *
+ * Does not: validate request shapes (the router does, from `protocol/coord.ts`) or survive
+ * a restart with waiters: queued requests fail with the instance and the queue starts empty.
+ */
 import { DurableObject } from "cloudflare:workers";
+import { type ScopeId, type PublishBody, isKeyedScope } from "../protocol/coord.ts";
+import { type Clock, systemClock } from "../protocol/clock.ts";
+import { parseCounter } from "../protocol/counter.ts";
+import { errorEnvelope } from "../protocol/errors.ts";
+import { leaseToWire } from "../protocol/coord.ts";
+import { type ScopeCommand, type ScopeState, type ScopeStep, decideScope, nextDeadlineMs } from "./machine.ts";
+import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "./response.ts";
+import { ScopeStore } from "./store.ts";
+import { PendingWaiters } from "./waiters.ts";
+import { PING_TEXT, PONG_TEXT, ScopeWatchers, closeQuietly } from "./watch.ts";
 
-export class ScopeObject extends DurableObject<Env> {}
+/** Internal query parameters of the watch upgrade the router forwards. */
+export const SCOPE_WATCH_PARAMS = { scope: "scope", afterGeneration: "afterGeneration", subprotocol: "subprotocol" } as const;
+
+/** The acquire request as the router hands it over (validated, defaults applied). */
+export interface AcquireRequest {
+  participantId: string;
+  ttlMs: number;
+  waitMs: number;
+  /** Chosen by the router so it can cancel the wait if its caller disconnects. */
+  waiterId: string;
+}
+
+export class ScopeObject extends DurableObject<Env> {
+  private readonly store: ScopeStore;
+  private readonly watchers: ScopeWatchers;
+  private readonly waiters = new PendingWaiters();
+  /** The scope's state, including the in-memory waiter queue; loaded on first use. */
+  private state: ScopeState | undefined;
+  /** The alarm time last set by this instance (avoids rewriting an unchanged alarm). */
+  private armedAt: number | null | undefined;
+  /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
+  clock: Clock = systemClock;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new ScopeStore(ctx.storage);
+    this.watchers = new ScopeWatchers(ctx, this.store);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
+    void ctx.blockConcurrencyWhile(() => {
+      this.store.migrate();
+      return Promise.resolve();
+    });
+  }
+
+  capability(scope: ScopeId): Promise<WireResponse> {
+    return this.simple(scope, { kind: "capability" });
+  }
+
+  snapshot(scope: ScopeId): Promise<WireResponse> {
+    return this.simple(scope, { kind: "snapshot" });
+  }
+
+  /** Try (waitMs 0) or wait up to `waitMs` for the lease. Resolves with 201 or 409. */
+  async acquire(scope: ScopeId, request: AcquireRequest): Promise<WireResponse> {
+    const step = this.decide(scope, {
+      kind: "acquire",
+      participantId: request.participantId,
+      ttlMs: request.ttlMs,
+      waitMs: request.waitMs,
+      leaseId: crypto.randomUUID(),
+      waiterId: request.waiterId,
+    });
+    if (step.result.ok && step.result.kind === "queued") {
+      // Registered synchronously with the decision, before anything can grant it.
+      const answer = this.waiters.wait(request.waiterId);
+      await this.armAlarm();
+      return answer;
+    }
+    await this.armAlarm();
+    return scopeResultToResponse(step.result);
+  }
+
+  /**
+   * The caller of a waiting acquire went away: leave the queue, or give back a grant it can
+   * no longer receive. Idempotent; always 204.
+   */
+  async cancelWait(scope: ScopeId, waiterId: string): Promise<WireResponse> {
+    this.decide(scope, { kind: "cancelWait", waiterId });
+    this.waiters.settle(waiterId, leaseHeldResponse("wait cancelled"));
+    await this.armAlarm();
+    return { status: 204, body: null };
+  }
+
+  keepalive(scope: ScopeId, leaseId: string, ttlMs: number | undefined): Promise<WireResponse> {
+    return this.simple(scope, { kind: "keepalive", leaseId, ttlMs });
+  }
+
+  refresh(scope: ScopeId, leaseId: string): Promise<WireResponse> {
+    return this.simple(scope, { kind: "refresh", leaseId });
+  }
+
+  publish(scope: ScopeId, leaseId: string, body: PublishBody): Promise<WireResponse> {
+    return this.simple(scope, {
+      kind: "publish",
+      leaseId,
+      generation: body.generation,
+      expectedGeneration: body.expectedGeneration,
+      root: Object.hasOwn(body, "root") ? { value: body.root } : undefined,
+      keyPrefixChanged: body.keyPrefixChanged,
+    });
+  }
+
+  /** Always 204: releasing an unknown, expired or already released lease is a no-op. */
+  async release(scope: ScopeId, leaseId: string): Promise<WireResponse> {
+    await this.simple(scope, { kind: "release", leaseId });
+    return { status: 204, body: null };
+  }
+
+  /** WebSocket upgrade for watch (the router authenticated, validated and refused keyed scopes). */
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const scope = parseScope(url.searchParams.get(SCOPE_WATCH_PARAMS.scope));
+    const after = url.searchParams.get(SCOPE_WATCH_PARAMS.afterGeneration);
+    const afterGeneration = after === null ? undefined : parseCounter(after);
+    if (
+      request.headers.get("Upgrade")?.toLowerCase() !== "websocket" ||
+      scope === undefined ||
+      isKeyedScope(scope) ||
+      (after !== null && afterGeneration === undefined)
+    ) {
+      return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
+    }
+    const max = Number.parseInt(this.env.MAX_WATCHERS_PER_OBJECT, 10);
+    if (Number.isFinite(max) && this.watchers.count() >= max) {
+      return jsonResponse(
+        429,
+        errorEnvelope("rate_limited", "too many watchers on this scope", { retryAfterMs: 1000 }),
+        { "Retry-After": "1" },
+      );
+    }
+    // Tick first (its events reach existing watchers), then register + ready + replay:
+    // all synchronous, so nothing can slip between them.
+    const step = this.decide(scope, { kind: "expire" });
+    const pair = new WebSocketPair();
+    this.watchers.register(pair[1], step.next, afterGeneration);
+    await this.armAlarm();
+    const headers = new Headers();
+    const subprotocol = url.searchParams.get(SCOPE_WATCH_PARAMS.subprotocol);
+    if (subprotocol !== null && subprotocol !== "") headers.set("Sec-WebSocket-Protocol", subprotocol);
+    return new Response(null, { status: 101, webSocket: pair[0], headers });
+  }
+
+  /** Lease expiry and waiter deadlines with nobody touching the scope. Idempotent. */
+  override async alarm(): Promise<void> {
+    this.armedAt = undefined;
+    const scope = this.state?.scope ?? this.store.storedScope();
+    if (scope === undefined) return;
+    this.decide(scope, { kind: "expire" });
+    await this.armAlarm();
+  }
+
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    this.watchers.message(ws, message);
+  }
+
+  override webSocketClose(ws: WebSocket, _code: number, _reason: string, _wasClean: boolean): void {
+    // Complete the closing handshake; 1005/1006 cannot be sent back, so answer 1000.
+    closeQuietly(ws, 1000, "closed");
+  }
+
+  override webSocketError(ws: WebSocket, _error: unknown): void {
+    closeQuietly(ws, 1000, "error");
+  }
+
+  /** Decide, then re-arm, for commands answered at once. */
+  private async simple(scope: ScopeId, command: ScopeCommand): Promise<WireResponse> {
+    const step = this.decide(scope, command);
+    await this.armAlarm();
+    return scopeResultToResponse(step.result);
+  }
+
+  /** Steps 1–4, synchronously: load, decide, save, publish and answer waiters. */
+  private decide(scope: ScopeId, command: ScopeCommand): ScopeStep {
+    const current = this.state ?? this.store.load(scope);
+    if (this.state === undefined) this.state = current;
+    const step = decideScope(current, command, this.clock.nowMs());
+    this.store.save(step);
+    this.state = step.next;
+    this.watchers.publish(step.events);
+    const orphans: string[] = [];
+    for (const { waiterId, lease } of step.granted) {
+      if (!this.waiters.settle(waiterId, { status: 201, body: { lease: leaseToWire(lease) } })) orphans.push(waiterId);
+    }
+    for (const waiterId of step.timedOut) this.waiters.settle(waiterId, leaseHeldResponse("write lease is held (waitMs passed)"));
+    // A grant nobody is waiting for any more (cannot happen while requests and queue live
+    // and die together, but never strand the scope on it): give it back at once.
+    for (const waiterId of orphans) this.decide(scope, { kind: "cancelWait", waiterId });
+    return step;
+  }
+
+  /** Step 5: one alarm at the earliest deadline, or none. */
+  private async armAlarm(): Promise<void> {
+    const deadline = this.state === undefined ? undefined : (nextDeadlineMs(this.state) ?? null);
+    if (deadline === undefined || deadline === this.armedAt) return;
+    if (deadline === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(deadline);
+    this.armedAt = deadline;
+  }
+}
+
+function parseScope(text: string | null): ScopeId | undefined {
+  if (text === null) return undefined;
+  try {
+    const value = JSON.parse(text) as Partial<ScopeId>;
+    if (typeof value.volumeId !== "string" || typeof value.objectStoreId !== "string" || typeof value.key !== "string") {
+      return undefined;
+    }
+    return { volumeId: value.volumeId, objectStoreId: value.objectStoreId, key: value.key };
+  } catch {
+    return undefined;
+  }
+}
+
+function jsonResponse(status: number, body: unknown, headers?: HeadersInit): Response {
+  const h = new Headers(headers);
+  h.set("Content-Type", "application/json");
+  return new Response(JSON.stringify(body), { status, headers: h });
+}

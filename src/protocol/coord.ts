@@ -31,6 +31,12 @@ export const HISTORY_RETAINED = 256;
 export const CLOSE_LAGGING = 4008;
 
 /**
+ * Event messages a watch subscriber may have unacknowledged before it is closed with
+ * {@link CLOSE_LAGGING}. Subscribers acknowledge with {@link watchAckSchema} messages.
+ */
+export const WATCH_MAX_UNACKED_EVENTS = 1024;
+
+/**
  * A scope's identity. `objectStoreId` and `key` are `""` when absent (names are ≥ 1 byte,
  * so `""` can never collide with a real id). A scope with a `key` is keyed (mutual exclusion
  * only), whether or not it also names a store.
@@ -204,6 +210,13 @@ export type EventWire = z.infer<typeof eventWireSchema>;
 /** First message of every watch: the subscriber is registered at this generation. */
 export const readyWireSchema = z.strictObject({ type: z.literal("ready"), generation: counterOut });
 export const pongWireSchema = z.strictObject({ type: z.literal("pong") });
+
+/**
+ * Client → server: `count` = event messages (replay included) processed since the socket
+ * opened. Cumulative, so a lost or repeated ack is harmless. Send one at least every few
+ * hundred events; `{"type":"ping"}` is answered `{"type":"pong"}`.
+ */
+export const watchAckSchema = z.strictObject({ type: z.literal("ack"), count: z.number().int().min(0) });
 
 /** Every message a coord watch can deliver. */
 export const watchMessageSchema = z.discriminatedUnion("type", [readyWireSchema, eventWireSchema, pongWireSchema]);

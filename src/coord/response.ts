@@ -1,0 +1,43 @@
+/**
+ * The wire response of a coord command (SPEC §4 route table), as plain data the Durable
+ * Object returns over RPC and the in-memory coordinator can decode the same way.
+ *
+ * Guarantees: grants are 201 `{lease}`; keepalive 200 `{lease, wantLock}`; snapshot,
+ * refresh and publish 200 with the snapshot; capability 200; release 204 with no body
+ * whatever the lease's state; refusals are the SPEC envelope with the code's status.
+ */
+import type { WireResponse } from "../claims/response.ts";
+import { capabilityToWire, leaseToWire, snapshotToWire } from "../protocol/coord.ts";
+import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
+import type { ScopeResult } from "./machine.ts";
+
+export type { WireResponse };
+
+export function scopeResultToResponse(result: ScopeResult): WireResponse {
+  if (!result.ok) {
+    const { code, message, details } = result.refusal;
+    return { status: ERROR_STATUS[code], body: errorEnvelope(code, message, details) };
+  }
+  switch (result.kind) {
+    case "granted":
+      return { status: 201, body: { lease: leaseToWire(result.lease) } };
+    case "keepalive":
+      return { status: 200, body: { lease: leaseToWire(result.lease), wantLock: result.wantLock } };
+    case "snapshot":
+      return { status: 200, body: snapshotToWire(result.snapshot) };
+    case "capability":
+      return { status: 200, body: capabilityToWire(result.capability) };
+    case "released":
+    case "cancelled":
+    case "none":
+      return { status: 204, body: null };
+    case "queued":
+      // Never answered directly: the object holds the request until grant or timeout.
+      return { status: 500, body: errorEnvelope("internal", "queued acquire answered early") };
+  }
+}
+
+/** The answer to a waiter whose `waitMs` passed or whose caller left. */
+export function leaseHeldResponse(message: string): WireResponse {
+  return { status: ERROR_STATUS.lease_held, body: errorEnvelope("lease_held", message) };
+}

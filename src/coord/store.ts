@@ -1,0 +1,202 @@
+/**
+ * Durable state of one coord scope in the object's SQLite storage.
+ *
+ * Guarantees:
+ * - One row (`scope_state`, id 1) holds the scope identity, the last granted epoch, the
+ *   generation, the root, the last key prefix and the holder. Nothing ever deletes it, so
+ *   the epoch (the write lease's fencing token) and the generation never go back across
+ *   restarts, evictions or deploys. Counters are stored as decimal text (they exceed
+ *   SQLite's signed 64-bit integers).
+ * - Every save is one `transactionSync`: state row, publish history and its trimming commit
+ *   together or not at all.
+ * - The last {@link HISTORY_RETAINED} publishes are retained (with the generation each one
+ *   started from) so a watch can tell whether history reaches back to its `afterGeneration`.
+ *
+ * Does not: keep the waiter queue. Waiters are requests held open in this instance's memory;
+ * after a restart their callers have already seen the call fail, so a persisted queue would
+ * only hand the lease to nobody.
+ */
+import {
+  HISTORY_RETAINED,
+  type CoordEvent,
+  type EventWire,
+  type ScopeId,
+  eventToWire,
+} from "../protocol/coord.ts";
+import { formatCounter } from "../protocol/counter.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
+import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "./machine.ts";
+
+/** Ordered schema migrations; index + 1 is the schema version they bring the store to. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE scope_state (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     volume_id TEXT NOT NULL,
+     object_store_id TEXT NOT NULL,
+     scope_key TEXT NOT NULL,
+     epoch TEXT NOT NULL,
+     generation TEXT NOT NULL,
+     root TEXT NOT NULL,
+     last_key_prefix TEXT NOT NULL,
+     holder TEXT
+   );
+   CREATE TABLE publish_history (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     generation TEXT NOT NULL,
+     previous_generation TEXT NOT NULL,
+     event TEXT NOT NULL
+   );`,
+];
+
+interface StateRow extends Record<string, SqlStorageValue> {
+  volume_id: string;
+  object_store_id: string;
+  scope_key: string;
+  epoch: string;
+  generation: string;
+  root: string;
+  last_key_prefix: string;
+  holder: string | null;
+}
+
+interface HistoryRow extends Record<string, SqlStorageValue> {
+  generation: string;
+  previous_generation: string;
+  event: string;
+}
+
+/** What a watch starting after a generation must be sent before live events. */
+export type ReplayPlan =
+  | { kind: "none" }
+  /** Every publish after the start point, in order, as wire JSON text. */
+  | { kind: "history"; messages: string[] }
+  /** History no longer reaches back: one event describing the current state. */
+  | { kind: "summary"; event: EventWire };
+
+type HolderJson = Omit<HeldLease, "epoch"> & { epoch: string };
+
+export class ScopeStore {
+  constructor(private readonly storage: DurableObjectStorage) {}
+
+  /** Bring the schema up to date. Run inside `blockConcurrencyWhile`. */
+  migrate(): void {
+    const sql = this.storage.sql;
+    sql.exec("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)");
+    const row = sql.exec<{ version: number }>("SELECT version FROM schema_version WHERE id = 1").toArray()[0];
+    const from = row?.version ?? 0;
+    if (from >= MIGRATIONS.length) return;
+    this.storage.transactionSync(() => {
+      for (let v = from; v < MIGRATIONS.length; v++) sql.exec(MIGRATIONS[v]!);
+      sql.exec("INSERT OR REPLACE INTO schema_version (id, version) VALUES (1, ?)", MIGRATIONS.length);
+    });
+  }
+
+  /**
+   * The scope's state (waiters empty), or a fresh one for a scope never touched. An object
+   * addressed under a different identity than the one it stored is a bug: `internal`.
+   */
+  load(scope: ScopeId): ScopeState {
+    const row = this.storage.sql.exec<StateRow>("SELECT * FROM scope_state WHERE id = 1").toArray()[0];
+    if (row === undefined) return emptyScopeState(scope);
+    if (row.volume_id !== scope.volumeId || row.object_store_id !== scope.objectStoreId || row.scope_key !== scope.key) {
+      throw new ShiftlockError("internal", "scope object addressed under a different identity");
+    }
+    const holder = row.holder === null ? null : (JSON.parse(row.holder) as HolderJson);
+    return {
+      scope,
+      epoch: BigInt(row.epoch),
+      generation: BigInt(row.generation),
+      root: JSON.parse(row.root) as unknown,
+      lastKeyPrefix: row.last_key_prefix,
+      holder: holder === null ? null : { ...holder, epoch: BigInt(holder.epoch) },
+      waiters: [],
+    };
+  }
+
+  /** The identity stored by the first save, or undefined for a scope never changed. */
+  storedScope(): ScopeId | undefined {
+    const row = this.storage.sql
+      .exec<StateRow>("SELECT volume_id, object_store_id, scope_key FROM scope_state WHERE id = 1")
+      .toArray()[0];
+    return row === undefined
+      ? undefined
+      : { volumeId: row.volume_id, objectStoreId: row.object_store_id, key: row.scope_key };
+  }
+
+  /** Persist a step's durable changes (and its publish) in one transaction. No-op if unchanged. */
+  save(step: ScopeStep): void {
+    if (!step.changed) return;
+    const next = step.next;
+    const holder: HolderJson | null = next.holder === null ? null : { ...next.holder, epoch: formatCounter(next.holder.epoch) };
+    const sql = this.storage.sql;
+    this.storage.transactionSync(() => {
+      sql.exec(
+        `INSERT OR REPLACE INTO scope_state
+           (id, volume_id, object_store_id, scope_key, epoch, generation, root, last_key_prefix, holder)
+         VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        next.scope.volumeId,
+        next.scope.objectStoreId,
+        next.scope.key,
+        formatCounter(next.epoch),
+        formatCounter(next.generation),
+        JSON.stringify(next.root ?? null),
+        next.lastKeyPrefix,
+        holder === null ? null : JSON.stringify(holder),
+      );
+      if (step.published !== undefined) this.appendHistory(step.published.event, step.published.previousGeneration);
+    });
+  }
+
+  private appendHistory(event: CoordEvent, previousGeneration: bigint): void {
+    const sql = this.storage.sql;
+    sql.exec(
+      "INSERT INTO publish_history (generation, previous_generation, event) VALUES (?, ?, ?)",
+      formatCounter(event.generation),
+      formatCounter(previousGeneration),
+      JSON.stringify(eventToWire(event)),
+    );
+    sql.exec(
+      "DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?",
+      HISTORY_RETAINED,
+    );
+  }
+
+  /** Number of publishes retained (for tests and diagnostics). */
+  historySize(): number {
+    return this.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM publish_history").one().n;
+  }
+
+  /**
+   * What a watch after `afterGeneration` must replay. History "reaches back" when the oldest
+   * retained publish started at or below `afterGeneration`: then the retained publishes
+   * above it are exactly the ones the subscriber missed.
+   */
+  replayPlan(state: ScopeState, afterGeneration: bigint | undefined): ReplayPlan {
+    if (afterGeneration === undefined || afterGeneration >= state.generation) return { kind: "none" };
+    const rows = this.storage.sql
+      .exec<HistoryRow>("SELECT generation, previous_generation, event FROM publish_history ORDER BY seq")
+      .toArray();
+    const oldest = rows[0];
+    if (oldest !== undefined && BigInt(oldest.previous_generation) <= afterGeneration) {
+      return {
+        kind: "history",
+        messages: rows.filter((r) => BigInt(r.generation) > afterGeneration).map((r) => r.event),
+      };
+    }
+    return {
+      kind: "summary",
+      event: eventToWire({
+        processId: "",
+        volumeId: state.scope.volumeId,
+        objectStoreId: state.scope.objectStoreId,
+        generation: state.generation,
+        wantLock: false,
+        unlocked: false,
+        rootChanged: state.root,
+        keyPrefixChanged: state.lastKeyPrefix,
+        fallbackReason: "",
+        replay: true,
+      }),
+    };
+  }
+}
