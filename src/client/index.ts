@@ -18,3 +18,6 @@ export { MemoryClaimsBackend } from "./memory-claims-backend.ts";
 export type { MemoryClaimsBackendOptions } from "./memory-claims-backend.ts";
 export { HttpTransport, isNetworkError } from "./http-transport.ts";
 export type { FetchLike, HttpTransportOptions } from "./http-transport.ts";
+
+// The handoff runtime (SPEC §3 "Handoff").
+export * from "./handoff/index.ts";

@@ -1,0 +1,369 @@
+/**
+ * Handoff: moving every claim of a generation to a named successor generation, on the old
+ * owner's side — prepare → drain → transfer (prepare every claim) → commit every claim, or
+ * abort every claim.
+ *
+ * Guarantees:
+ * - All-or-rollback before commit: a drain timeout, a refused or timed-out prepare, an
+ *   explicit `abort()` or the transfer timeout aborts every claim of the handoff, in claim
+ *   name order; the generation is active again, renewals continue and the drain group
+ *   accepts work again.
+ * - Commit is idempotent: each claim's commit carries one operation id for the whole
+ *   handoff, so a commit whose response was lost is retried safely (and an ambiguous
+ *   outcome is settled by reading the claim).
+ * - The generation is retired only when every claim is committed to the successor. A
+ *   commit that fails for some claims aborts the rest, keeps the generation active with
+ *   what it still holds, and fails the handoff for good: a later `commit()` is refused
+ *   with `no_transfer` (never "retire anyway", the Go reference's §5.15).
+ * - After commit, each old lease's signal fires with reason `transferred`; the successor
+ *   owns each claim with token + 1 and the result carries what it needs to adopt them.
+ *
+ * Does not: move work between processes, or make the successor renew — the successor's
+ * session does that (`waitForOwnership` or `adopt`).
+ */
+import type { ClaimRecord } from "../../protocol/claims.ts";
+import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
+import type { GenerationState } from "../../protocol/generations.ts";
+import type { ClaimHandle } from "./claim-handle.ts";
+import type { ResolvedConfig } from "./config.ts";
+import type { DrainGroup } from "./drain-group.ts";
+import type { RuntimeEvents } from "./events.ts";
+import type { Lease } from "./lease.ts";
+import { retryTransient } from "./retry.ts";
+
+export type HandoffStatus =
+  "pending" | "draining" | "drained" | "transferring" | "prepared" | "committing" | "committed" | "aborted";
+
+/** One claim as the successor receives it. */
+export interface HandedOffClaim {
+  claim: string;
+  /** The old generation's token. */
+  previousToken: bigint;
+  /** The successor's token (previousToken + 1). */
+  token: bigint;
+  record: ClaimRecord;
+  /** Local clock: the server keeps the claim for the successor at least until then. */
+  deadlineMs: number;
+}
+
+export interface HandoffResult {
+  successor: string;
+  claims: HandedOffClaim[];
+}
+
+/** What a handoff needs from its session. */
+export interface HandoffHost {
+  readonly cfg: ResolvedConfig;
+  readonly events: RuntimeEvents;
+  readonly drain: DrainGroup;
+  readonly state: GenerationState;
+  transition(to: GenerationState, reason: string): void;
+  operationId(op: string, claim: string): string;
+  /** Every claim committed: retire and stop the session. */
+  retire(): void;
+  /** The handoff ended (committed, aborted or failed). */
+  handoffEnded(handoff: Handoff): void;
+}
+
+export interface StepOptions {
+  signal?: AbortSignal | undefined;
+}
+
+interface Member {
+  handle: ClaimHandle;
+  lease: Lease;
+  operationIds: { prepare: string; commit: string; abort: string };
+}
+
+export class Handoff {
+  private statusNow: HandoffStatus = "pending";
+  private members: Member[] = [];
+  private transferDeadlineMs = 0;
+  private readonly timerStop = new AbortController();
+  private committed: Promise<HandoffResult> | undefined;
+  private failure: Error | undefined;
+  /** The generation's state when the handoff began (active, or standby with no claims). */
+  private readonly fromState: GenerationState;
+
+  constructor(
+    private readonly host: HandoffHost,
+    readonly successor: string,
+    handles: ClaimHandle[],
+  ) {
+    this.fromState = host.state;
+    this.members = handles
+      .filter((h) => h.lease !== undefined)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((handle) => ({
+        handle,
+        lease: handle.lease!,
+        operationIds: {
+          prepare: host.operationId("prepare", handle.name),
+          commit: host.operationId("commit", handle.name),
+          abort: host.operationId("abort", handle.name),
+        },
+      }));
+    if (this.fromState === "active") host.transition("draining", "drain_started");
+    host.events.emit("handoff.started", { successor, claims: this.claimNames() });
+  }
+
+  get status(): HandoffStatus {
+    return this.statusNow;
+  }
+
+  /** Claim names in the order every step processes them. */
+  claimNames(): string[] {
+    return this.members.map((m) => m.handle.name);
+  }
+
+  /** Stop new work and wait (≤ drainTimeoutMs) for work in flight. Failure aborts the handoff. */
+  async drain(opts: StepOptions = {}): Promise<void> {
+    if (this.statusNow === "drained") return;
+    this.expect(["pending"], "drain");
+    this.statusNow = "draining";
+    const { cfg, drain, events } = this.host;
+    events.emit("drain.started", { successor: this.successor, inFlight: drain.active });
+    try {
+      await drain.wait(cfg.clock, cfg.drainTimeoutMs, opts.signal);
+    } catch (err) {
+      events.emit("drain.failed", { successor: this.successor, error: err as Error });
+      await this.rollback(err as Error);
+      throw err;
+    }
+    this.statusNow = "drained";
+    events.emit("drain.completed", { successor: this.successor });
+  }
+
+  /**
+   * Prepare every claim for the successor (draining first if needed). Any failure aborts
+   * every claim of the handoff and rethrows the first failure in claim order.
+   */
+  async transfer(opts: StepOptions = {}): Promise<void> {
+    if (this.statusNow === "prepared") return;
+    if (this.statusNow === "pending") await this.drain(opts);
+    this.expect(["drained"], "transfer");
+    this.statusNow = "transferring";
+    const { cfg, events } = this.host;
+    if (this.fromState === "active") this.host.transition("transferring", "transfer_prepared");
+    this.transferDeadlineMs = cfg.clock.nowMs() + cfg.transferTimeoutMs;
+    const outcomes = await Promise.allSettled(this.members.map((m) => this.prepareOne(m, opts.signal)));
+    const firstFailure = outcomes.find((o) => o.status === "rejected");
+    if (firstFailure !== undefined) {
+      const error = firstFailure.reason as Error;
+      await this.rollback(error);
+      throw error;
+    }
+    this.statusNow = "prepared";
+    for (const m of this.members) {
+      events.emit("transfer.prepared", { claim: m.handle.name, token: m.lease.token, successor: this.successor });
+    }
+    this.armTimeout();
+  }
+
+  /**
+   * Commit every claim to the successor (running the earlier steps if needed). Idempotent:
+   * a second call returns the same result. Resolves once the generation is retired.
+   */
+  commit(opts: StepOptions = {}): Promise<HandoffResult> {
+    this.committed ??= this.commitAll(opts).catch((err: unknown) => {
+      this.committed = undefined;
+      throw err;
+    });
+    return this.committed;
+  }
+
+  /**
+   * Abort the handoff: every prepared claim returns to this generation (token unchanged),
+   * renewals continue and new work is accepted again. Idempotent; refused after commit.
+   */
+  async abort(reason = "aborted"): Promise<void> {
+    if (this.statusNow === "aborted") return;
+    if (this.statusNow === "committed" || this.statusNow === "committing") {
+      throw new ShiftlockError("invalid_state", `handoff already ${this.statusNow}`, { reason: this.statusNow });
+    }
+    await this.rollback(new ShiftlockError("no_transfer", `handoff aborted: ${reason}`, { reason }));
+  }
+
+  private async commitAll(opts: StepOptions): Promise<HandoffResult> {
+    if (this.statusNow === "committed") return this.result([]);
+    if (this.statusNow === "aborted") {
+      throw new ShiftlockError("no_transfer", `handoff was aborted: ${this.failure?.message ?? "aborted"}`, {
+        reason: "aborted",
+      });
+    }
+    if (this.statusNow !== "prepared") await this.transfer(opts);
+    this.statusNow = "committing";
+    for (const m of this.members) m.handle.committing = true;
+    const settled = await Promise.all(this.members.map((m) => this.commitOne(m)));
+    const done = settled.filter((s): s is HandedOffClaim => !(s instanceof Error));
+    const failed = this.members.filter((_m, i) => settled[i] instanceof Error);
+    for (const m of this.members) m.handle.committing = false;
+    for (const c of done) {
+      const m = this.members.find((x) => x.handle.name === c.claim)!;
+      m.handle.endLease("transferred");
+      this.host.events.emit("transfer.committed", { claim: c.claim, token: c.token, successor: this.successor });
+    }
+    if (failed.length === 0) {
+      this.timerStop.abort();
+      this.statusNow = "committed";
+      const result = this.result(done);
+      this.host.events.emit("handoff.completed", { successor: this.successor, claims: this.claimNames() });
+      this.host.retire();
+      this.host.handoffEnded(this);
+      this.committed = Promise.resolve(result);
+      return result;
+    }
+    // Some claims moved, some did not: give back what did not and stay active with it.
+    const firstError = settled.find((s) => s instanceof Error)!;
+    const error = new ShiftlockError(
+      firstError instanceof ShiftlockError ? firstError.code : "internal",
+      `handoff commit failed for ${failed.map((m) => m.handle.name).join(", ")}: ${firstError.message}`,
+      { committed: done.map((c) => c.claim), failed: failed.map((m) => m.handle.name) },
+      { cause: firstError },
+    );
+    this.members = failed;
+    await this.rollback(error);
+    throw error;
+  }
+
+  private async prepareOne(m: Member, signal: AbortSignal | undefined): Promise<void> {
+    const { cfg } = this.host;
+    if (!m.lease.held) {
+      throw new ShiftlockError("not_owner", `lease on ${JSON.stringify(m.handle.name)} ended before transfer`, {
+        claim: m.handle.name,
+      });
+    }
+    const sentAt = cfg.clock.nowMs();
+    const record = await retryTransient(
+      cfg.clock,
+      this.transferDeadlineMs,
+      () =>
+        cfg.backend.prepareTransfer(
+          {
+            claimName: m.handle.name,
+            fromGeneration: cfg.generationId,
+            toGeneration: this.successor,
+            token: m.lease.token,
+            ttlMs: cfg.reservationTtlMs,
+            operationId: m.operationIds.prepare,
+          },
+          { signal },
+        ),
+      signal,
+    );
+    m.lease.reserved = true;
+    if (record.phase === "reserved" && record.pendingSuccessor === this.successor) {
+      m.lease.deadlineMs = Math.max(m.lease.deadlineMs, sentAt + cfg.reservationTtlMs);
+    }
+  }
+
+  private async commitOne(m: Member): Promise<HandedOffClaim | Error> {
+    const { cfg } = this.host;
+    const name = m.handle.name;
+    const expected = m.lease.token;
+    const sentAt = cfg.clock.nowMs();
+    try {
+      const record = await retryTransient(cfg.clock, this.transferDeadlineMs, () =>
+        cfg.backend.commitTransfer({
+          claimName: name,
+          fromGeneration: cfg.generationId,
+          toGeneration: this.successor,
+          expectedToken: expected,
+          ttlMs: cfg.leaseTtlMs,
+          operationId: m.operationIds.commit,
+        }),
+      );
+      return this.handedOff(m, record, sentAt);
+    } catch (err) {
+      // Ambiguous (no answer in time) or refused: the claim itself says what happened.
+      try {
+        const record = await cfg.backend.getClaim(name);
+        if (record.ownerGeneration === this.successor && record.fencingToken === expected + 1n) {
+          return this.handedOff(m, record, sentAt);
+        }
+      } catch {
+        // Unreadable: treat as not committed; the abort below settles it.
+      }
+      return err as Error;
+    }
+  }
+
+  private handedOff(m: Member, record: ClaimRecord, sentAt: number): HandedOffClaim {
+    return {
+      claim: m.handle.name,
+      previousToken: m.lease.token,
+      token: record.fencingToken,
+      record,
+      deadlineMs: sentAt + this.host.cfg.leaseTtlMs,
+    };
+  }
+
+  /** Abort every still-held claim in name order, then give the generation its work back. */
+  private async rollback(error: Error): Promise<void> {
+    const { cfg, events, drain } = this.host;
+    this.timerStop.abort();
+    this.failure = error;
+    for (const m of this.members) {
+      if (!m.lease.reserved || !m.lease.held) continue;
+      try {
+        await retryTransient(cfg.clock, m.lease.deadlineMs - cfg.safetyMarginMs, () =>
+          cfg.backend.abortTransfer({
+            claimName: m.handle.name,
+            fromGeneration: cfg.generationId,
+            toGeneration: this.successor,
+            expectedToken: m.lease.token,
+            operationId: m.operationIds.abort,
+          }),
+        );
+        m.lease.reserved = false;
+        events.emit("transfer.aborted", {
+          claim: m.handle.name,
+          token: m.lease.token,
+          successor: this.successor,
+          reason: error.message,
+        });
+      } catch (err) {
+        if (hasCode(err, "no_transfer") || hasCode(err, "not_owner") || hasCode(err, "stale_token")) {
+          // The reservation is gone and the claim is not ours (expired or taken): a loss.
+          m.handle.lose(m.lease, err);
+        } else {
+          events.emit("error", { op: "abort", claim: m.handle.name, error: err as Error });
+        }
+      }
+    }
+    this.statusNow = "aborted";
+    drain.reopen();
+    const stillHeld = this.members.some((m) => m.lease.held);
+    if (this.fromState === "active" && this.host.state !== "active") {
+      this.host.transition(stillHeld ? "active" : "standby", "rollback");
+    }
+    events.emit("handoff.failed", { successor: this.successor, error });
+    this.host.handoffEnded(this);
+  }
+
+  private armTimeout(): void {
+    const { cfg } = this.host;
+    const delay = Math.max(0, this.transferDeadlineMs - cfg.clock.nowMs());
+    cfg.clock.sleep(delay, this.timerStop.signal).then(
+      async () => {
+        if (this.statusNow !== "prepared") return;
+        await this.abort("transfer_timeout").catch((err: unknown) => {
+          this.host.events.emit("error", { op: "transfer-timeout", error: err as Error });
+        });
+      },
+      () => undefined,
+    );
+  }
+
+  private expect(allowed: HandoffStatus[], step: string): void {
+    if (!allowed.includes(this.statusNow)) {
+      throw new ShiftlockError("invalid_state", `cannot ${step}: handoff is ${this.statusNow}`, {
+        reason: this.statusNow,
+      });
+    }
+  }
+
+  private result(claims: HandedOffClaim[]): HandoffResult {
+    return { successor: this.successor, claims };
+  }
+}

@@ -1,0 +1,13 @@
+/**
+ * The handoff runtime (SPEC §3 "Handoff"): generation sessions, claim leases that renew
+ * themselves and signal loss, drain groups, and two-phase handoff to a successor.
+ * See docs/handoff.md.
+ */
+export { GenerationSession, type CloseOptions } from "./session.ts";
+export type { GenerationSessionConfig } from "./config.ts";
+export { ClaimHandle, type AcquireOptions, type WaitOptions } from "./claim-handle.ts";
+export { Lease } from "./lease.ts";
+export { DrainGroup } from "./drain-group.ts";
+export { Handoff, type HandoffStatus, type HandoffResult, type HandedOffClaim, type StepOptions } from "./handoff.ts";
+export type { LeaseEndReason, RuntimeEvent, RuntimeEventMap, RuntimeEventType, RuntimeListener } from "./events.ts";
+export { FencingValidator } from "./fencing-validator.ts";

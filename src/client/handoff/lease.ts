@@ -1,0 +1,98 @@
+/**
+ * Lease: a live local grant of one claim to this generation, with the fencing token to
+ * attach to every protected write.
+ *
+ * Guarantees:
+ * - `token` never changes during a lease's life; a new ownership epoch is a new Lease.
+ * - `signal` aborts exactly once, when the lease ends for any reason: lost (renew refused,
+ *   or no successful renew before `deadlineMs - safetyMarginMs`), released, transferred to
+ *   a successor, or session closed. `signal.reason` is a `ShiftlockError` with code
+ *   `lease_lost` and `details.reason` naming which; for a loss its `cause` is the refusal.
+ * - The loss signal fires before the server-side deadline as long as the local clock does
+ *   not run slower than the server's by more than the safety margin over one TTL.
+ *
+ * Does not: stop your code. Check `signal` (or `held`) before each protected step, and pass
+ * `token` to the resource so it can fence out writes from an older owner.
+ */
+import { formatCounter } from "../../protocol/counter.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import type { LeaseEndReason } from "./events.ts";
+
+/** What a lease needs from its claim handle. */
+export interface LeaseOwner {
+  releaseLease(lease: Lease): Promise<void>;
+}
+
+export class Lease implements AsyncDisposable {
+  readonly claimName: string;
+  readonly generationId: string;
+  /** Fencing token of this ownership epoch. */
+  readonly token: bigint;
+  private readonly controller = new AbortController();
+  private ended: LeaseEndReason | undefined;
+  /** Local conservative deadline (local clock, epoch ms): the server keeps the claim at least until then. */
+  deadlineMs: number;
+  /** True while a transfer reservation is prepared on this claim. */
+  reserved = false;
+
+  constructor(
+    private readonly owner: LeaseOwner,
+    init: { claimName: string; generationId: string; token: bigint; deadlineMs: number },
+  ) {
+    this.claimName = init.claimName;
+    this.generationId = init.generationId;
+    this.token = init.token;
+    this.deadlineMs = init.deadlineMs;
+  }
+
+  /** Aborts when the lease ends; see the module doc for reasons. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** True until the lease ends. */
+  get held(): boolean {
+    return this.ended === undefined;
+  }
+
+  /** Why the lease ended, or undefined while held. */
+  get endReason(): LeaseEndReason | undefined {
+    return this.ended;
+  }
+
+  /** Throw the end reason if the lease has ended (call before a protected write). */
+  throwIfEnded(): void {
+    this.controller.signal.throwIfAborted();
+  }
+
+  /**
+   * Release the claim on the server (idempotent; retried safely with one operation id).
+   * Renewal stops first, so a voluntary release never reports a loss.
+   */
+  release(): Promise<void> {
+    return this.owner.releaseLease(this);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** @internal End the lease once; later calls are ignored. */
+  end(reason: LeaseEndReason, cause?: unknown): boolean {
+    if (this.ended !== undefined) return false;
+    this.ended = reason;
+    const message =
+      reason === "lost"
+        ? `lease on claim ${JSON.stringify(this.claimName)} lost${cause instanceof Error ? `: ${cause.message}` : ""}`
+        : `lease on claim ${JSON.stringify(this.claimName)} ended: ${reason}`;
+    this.controller.abort(
+      new ShiftlockError(
+        "lease_lost",
+        message,
+        { claim: this.claimName, token: formatCounter(this.token), reason },
+        cause === undefined ? undefined : { cause },
+      ),
+    );
+    return true;
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Retry and cancellation helpers shared by the runtime's claim calls.
+ *
+ * Guarantees: only *transient* failures are retried (no SPEC code: network errors, and
+ * `internal` / `rate_limited`); a refusal with a SPEC code (`not_owner`, `stale_token`, …)
+ * is an answer and is returned at once. Retries reuse the caller's operation id, so a
+ * mutation whose response was lost is applied at most once.
+ *
+ * Does not: retry past the given deadline, or after the signal aborts.
+ */
+import type { Clock } from "../../protocol/clock.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+
+/** True for failures worth retrying: no answer from the service, or a server-side hiccup. */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof ShiftlockError) return err.code === "internal" || err.code === "rate_limited";
+  if (err instanceof Error && (err.name === "AbortError" || err.name === "TimeoutError")) return false;
+  return true;
+}
+
+/** A new signal that aborts when any input aborts (with that input's reason). */
+export function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
+  // Always a fresh signal: listeners added to it never pile up on a long-lived input.
+  return AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
+}
+
+/**
+ * `clock.sleep` bound to `signal` through a throw-away child signal, so a long-lived
+ * signal does not collect one abort listener per sleep (clocks may not remove theirs).
+ */
+export async function sleepUnless(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
+  if (signal === undefined) return clock.sleep(delayMs);
+  signal.throwIfAborted();
+  const child = new AbortController();
+  const onAbort = (): void => child.abort(signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    await clock.sleep(delayMs, child.signal);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
+ * Call `fn` until it succeeds, fails with a non-transient error, `untilMs` passes on
+ * `clock`, or `signal` aborts. Backoff doubles from 50 ms to 1 s.
+ */
+export async function retryTransient<T>(
+  clock: Clock,
+  untilMs: number,
+  fn: () => Promise<T>,
+  signal?: AbortSignal,
+  onRetry?: (err: unknown) => void,
+): Promise<T> {
+  let backoffMs = 50;
+  for (;;) {
+    signal?.throwIfAborted();
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isTransient(err) || signal?.aborted === true) throw err;
+      const left = untilMs - clock.nowMs();
+      if (left <= 0) throw err;
+      onRetry?.(err);
+      await sleepUnless(clock, Math.min(backoffMs, left), signal);
+      backoffMs = Math.min(backoffMs * 2, 1_000);
+    }
+  }
+}

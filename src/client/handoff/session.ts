@@ -1,0 +1,277 @@
+/**
+ * GenerationSession: one deployment generation of a service — it registers, owns the renew
+ * loops of its claims, tracks in-flight work, hands its claims to a successor, and closes.
+ * Shaped after etcd's `concurrency.Session`: claims hang off the session, and closing the
+ * session ends every lease.
+ *
+ * Guarantees:
+ * - Config is validated at construction (`invalid_request` naming the field).
+ * - Every generation state change goes through SPEC's legal-transition table
+ *   (`src/generations/machine.ts`) before it is applied locally and sent to the server
+ *   (PATCHes are sent in order; a refused PATCH is reported as an `error` event).
+ * - No new claim is acquired while a handoff is in progress or after the session retired.
+ * - `close()` ends every lease (signals fire), stops every renew loop and pending wait,
+ *   releases held claims on the server unless `{ release: false }`, and retires the
+ *   generation. It is idempotent.
+ *
+ * Does not: make claims depend on generation state (the server never checks it; fencing
+ * tokens are the safety mechanism), or survive a process restart (a restarted process is
+ * a new generation; its old claims expire or are handed off).
+ */
+import type { GenerationState } from "../../protocol/generations.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import { nameProblem } from "../../protocol/names.ts";
+import { canTransition } from "../../generations/machine.ts";
+import { ClaimHandle, type SessionContext } from "./claim-handle.ts";
+import { resolveConfig, type GenerationSessionConfig, type ResolvedConfig } from "./config.ts";
+import { DrainGroup } from "./drain-group.ts";
+import { RuntimeEvents, type RuntimeEvent, type RuntimeEventType, type RuntimeListener } from "./events.ts";
+import { Handoff, type HandoffHost, type HandoffResult, type StepOptions } from "./handoff.ts";
+
+export interface CloseOptions {
+  /** Release held claims on the server so a successor need not wait for expiry; default true. */
+  release?: boolean;
+}
+
+export class GenerationSession implements SessionContext, HandoffHost, AsyncDisposable {
+  readonly cfg: ResolvedConfig;
+  readonly events: RuntimeEvents;
+  /** In-flight work of this generation; a handoff drains it. */
+  readonly drain = new DrainGroup();
+  private stateNow: GenerationState = "joining";
+  private readonly handles = new Map<string, ClaimHandle>();
+  private readonly closeController = new AbortController();
+  private stateChain: Promise<void> = Promise.resolve();
+  private seq = 0;
+  private current: Handoff | undefined;
+
+  /** Validate the config. Call {@link register} (or use {@link GenerationSession.open}) next. */
+  constructor(config: GenerationSessionConfig) {
+    this.cfg = resolveConfig(config);
+    this.events = new RuntimeEvents(this.cfg.generationId, () => this.cfg.clock.nowMs());
+  }
+
+  /**
+   * Validate, register the generation (joining → standby) and return the session.
+   * @example
+   * const session = await GenerationSession.open({ service: "billing", instanceId: "pod-7", backend });
+   * const lease = await session.claim("billing-ledger").waitForOwnership();
+   */
+  static async open(config: GenerationSessionConfig): Promise<GenerationSession> {
+    const session = new GenerationSession(config);
+    await session.register();
+    return session;
+  }
+
+  get generationId(): string {
+    return this.cfg.generationId;
+  }
+
+  /** The generation's state as this process last set it. */
+  get state(): GenerationState {
+    return this.stateNow;
+  }
+
+  /** Aborts when the session closes or retires. */
+  get closedSignal(): AbortSignal {
+    return this.closeController.signal;
+  }
+
+  get closed(): boolean {
+    return this.closeController.signal.aborted;
+  }
+
+  /** The handoff in progress, if any. */
+  get handoffInProgress(): Handoff | undefined {
+    return this.current;
+  }
+
+  /** Subscribe to one event type; returns the unsubscribe function. */
+  on<T extends RuntimeEventType>(type: T, listener: RuntimeListener<T>): () => void {
+    return this.events.on(type, listener);
+  }
+
+  /** Subscribe to every event. */
+  onAny(listener: (event: RuntimeEvent) => unknown): () => void {
+    return this.events.onAny(listener);
+  }
+
+  /** Register with the service; a fresh generation moves joining → standby. */
+  async register(opts: StepOptions = {}): Promise<void> {
+    const record = await this.cfg.backend.registerGeneration(
+      { id: this.cfg.generationId, service: this.cfg.service, instanceId: this.cfg.instanceId },
+      { signal: opts.signal },
+    );
+    if (record.state === "retired" || record.state === "failed") {
+      throw new ShiftlockError("invalid_state", `generation ${this.cfg.generationId} is already ${record.state}`, {
+        reason: record.state,
+      });
+    }
+    this.stateNow = record.state;
+    if (record.state === "joining") this.transition("standby", "registered");
+    await this.flush();
+  }
+
+  /** The handle of a claim (cached per name; no server call). */
+  claim(name: string): ClaimHandle {
+    if (this.closed) throw closedError();
+    const problem = nameProblem(name);
+    if (problem !== undefined)
+      throw new ShiftlockError("invalid_request", `claim name: ${problem}`, { field: "claim" });
+    let handle = this.handles.get(name);
+    if (handle === undefined) this.handles.set(name, (handle = new ClaimHandle(name, this)));
+    return handle;
+  }
+
+  /** Names of the claims this generation currently holds a lease on. */
+  heldClaims(): string[] {
+    return [...this.handles.values()].filter((h) => h.lease !== undefined).map((h) => h.name);
+  }
+
+  /**
+   * Begin a handoff of every held claim to `successor`: the generation moves to draining
+   * (a standby generation with no claims stays standby and simply retires on commit).
+   * Then call `drain()`, `transfer()`, `commit()` or `abort()` on the result.
+   */
+  prepareHandoff(successor: string): Handoff {
+    if (this.closed) throw closedError();
+    const problem = nameProblem(successor);
+    if (problem !== undefined)
+      throw new ShiftlockError("invalid_request", `successor: ${problem}`, { field: "successor" });
+    if (successor === this.cfg.generationId) {
+      throw new ShiftlockError("invalid_request", "successor must differ from this generation", { field: "successor" });
+    }
+    if (this.current !== undefined) {
+      throw new ShiftlockError("invalid_state", `a handoff to ${this.current.successor} is in progress`, {
+        reason: "handoff_in_progress",
+      });
+    }
+    if (!["active", "standby", "preparing"].includes(this.stateNow)) {
+      throw new ShiftlockError("invalid_state", `cannot hand off from state ${this.stateNow}`, {
+        reason: this.stateNow,
+      });
+    }
+    this.current = new Handoff(this, successor, [...this.handles.values()]);
+    return this.current;
+  }
+
+  /**
+   * The whole handoff in one call: drain → transfer → commit. On any failure the handoff
+   * is aborted (claims stay here, the generation is active again) and the error rethrown.
+   */
+  async handoffTo(successor: string, opts: StepOptions = {}): Promise<HandoffResult> {
+    const handoff = this.prepareHandoff(successor);
+    try {
+      await handoff.drain(opts);
+      await handoff.transfer(opts);
+      return await handoff.commit(opts);
+    } catch (err) {
+      if (handoff.status !== "aborted" && handoff.status !== "committed") await handoff.abort("failed");
+      throw err;
+    }
+  }
+
+  /**
+   * Close the session: abort a handoff that has not committed, end every lease, release
+   * held claims (unless `release: false`), retire the generation. Idempotent.
+   */
+  async close(opts: CloseOptions = {}): Promise<void> {
+    if (this.closed) {
+      await this.flush();
+      return;
+    }
+    const handoff = this.current;
+    if (handoff !== undefined && handoff.status !== "committing") {
+      await handoff
+        .abort("closed")
+        .catch((err: unknown) => this.events.emit("error", { op: "close", error: err as Error }));
+    }
+    this.closeController.abort(closedError());
+    this.drain.close();
+    const releases: Promise<void>[] = [];
+    for (const handle of this.handles.values()) {
+      if (opts.release !== false && handle.lease !== undefined) {
+        releases.push(
+          handle.release().catch((err: unknown) => {
+            this.events.emit("error", { op: "close-release", claim: handle.name, error: err as Error });
+          }),
+        );
+      } else {
+        handle.endLease("closed");
+      }
+    }
+    await Promise.all(releases);
+    if (this.stateNow !== "retired" && this.stateNow !== "failed") this.transition("retired", "closed");
+    await this.flush();
+    this.events.emit("closed", {});
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /** Wait until every generation PATCH sent so far has been answered. */
+  flush(): Promise<void> {
+    return this.stateChain;
+  }
+
+  /**
+   * Move the generation to `to` (legal moves only: `invalid_state` otherwise). Applied
+   * locally at once; the PATCH is queued behind earlier ones.
+   */
+  transition(to: GenerationState, reason: string): void {
+    const from = this.stateNow;
+    if (!canTransition(from, to)) {
+      throw new ShiftlockError("invalid_state", `illegal generation transition ${from} -> ${to}`, { from, to });
+    }
+    this.stateNow = to;
+    if (from !== to) this.events.emit("generation.state", { from, to, reason });
+    const { backend, generationId } = this.cfg;
+    this.stateChain = this.stateChain.then(() =>
+      backend.updateGeneration({ id: generationId, state: to, reason }).then(
+        () => undefined,
+        (err: unknown) => this.events.emit("error", { op: "update-generation", error: err as Error }),
+      ),
+    );
+  }
+
+  /** @internal */
+  assertCanAcquire(): void {
+    if (this.closed) throw closedError();
+    if (this.current !== undefined) {
+      throw new ShiftlockError("invalid_state", "a handoff is in progress", { reason: "handoff_in_progress" });
+    }
+    if (!["joining", "standby", "preparing", "active"].includes(this.stateNow)) {
+      throw new ShiftlockError("invalid_state", `cannot acquire in state ${this.stateNow}`, { reason: this.stateNow });
+    }
+  }
+
+  /** @internal */
+  noteAcquired(): void {
+    if (this.stateNow !== "active") this.transition("active", "acquired");
+  }
+
+  /** @internal */
+  operationId(op: string, claim: string): string {
+    this.seq++;
+    return `${this.cfg.generationId}:${op}:${claim}:${this.seq}`.slice(0, 256);
+  }
+
+  /** @internal Every claim was committed to the successor. */
+  retire(): void {
+    this.transition("retired", "retired");
+    this.closeController.abort(closedError());
+    this.drain.close();
+    for (const handle of this.handles.values()) handle.endLease("closed");
+    this.events.emit("closed", {});
+  }
+
+  /** @internal */
+  handoffEnded(handoff: Handoff): void {
+    if (this.current === handoff) this.current = undefined;
+  }
+}
+
+function closedError(): ShiftlockError {
+  return new ShiftlockError("invalid_state", "generation session is closed", { reason: "closed" });
+}
