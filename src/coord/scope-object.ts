@@ -30,7 +30,11 @@ import { PendingWaiters } from "./waiters.ts";
 import { PING_TEXT, PONG_TEXT, ScopeWatchers, closeQuietly } from "./watch.ts";
 
 /** Internal query parameters of the watch upgrade the router forwards. */
-export const SCOPE_WATCH_PARAMS = { scope: "scope", afterGeneration: "afterGeneration", subprotocol: "subprotocol" } as const;
+export const SCOPE_WATCH_PARAMS = {
+  scope: "scope",
+  afterGeneration: "afterGeneration",
+  subprotocol: "subprotocol",
+} as const;
 
 /** The acquire request as the router hands it over (validated, defaults applied). */
 export interface AcquireRequest {
@@ -61,6 +65,11 @@ export class ScopeObject extends DurableObject<Env> {
       this.store.migrate();
       return Promise.resolve();
     });
+  }
+
+  /** Acquires queued in this instance (diagnostics and tests). */
+  queuedCount(): number {
+    return this.state?.waiters.length ?? 0;
   }
 
   capability(scope: ScopeId): Promise<WireResponse> {
@@ -202,7 +211,8 @@ export class ScopeObject extends DurableObject<Env> {
     for (const { waiterId, lease } of step.granted) {
       if (!this.waiters.settle(waiterId, { status: 201, body: { lease: leaseToWire(lease) } })) orphans.push(waiterId);
     }
-    for (const waiterId of step.timedOut) this.waiters.settle(waiterId, leaseHeldResponse("write lease is held (waitMs passed)"));
+    for (const waiterId of step.timedOut)
+      this.waiters.settle(waiterId, leaseHeldResponse("write lease is held (waitMs passed)"));
     // A grant nobody is waiting for any more (cannot happen while requests and queue live
     // and die together, but never strand the scope on it): give it back at once.
     for (const waiterId of orphans) this.decide(scope, { kind: "cancelWait", waiterId });
@@ -223,7 +233,11 @@ function parseScope(text: string | null): ScopeId | undefined {
   if (text === null) return undefined;
   try {
     const value = JSON.parse(text) as Partial<ScopeId>;
-    if (typeof value.volumeId !== "string" || typeof value.objectStoreId !== "string" || typeof value.key !== "string") {
+    if (
+      typeof value.volumeId !== "string" ||
+      typeof value.objectStoreId !== "string" ||
+      typeof value.key !== "string"
+    ) {
       return undefined;
     }
     return { volumeId: value.volumeId, objectStoreId: value.objectStoreId, key: value.key };

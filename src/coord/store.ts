@@ -16,13 +16,7 @@
  * after a restart their callers have already seen the call fail, so a persisted queue would
  * only hand the lease to nobody.
  */
-import {
-  HISTORY_RETAINED,
-  type CoordEvent,
-  type EventWire,
-  type ScopeId,
-  eventToWire,
-} from "../protocol/coord.ts";
+import { HISTORY_RETAINED, type CoordEvent, type EventWire, type ScopeId, eventToWire } from "../protocol/coord.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "./machine.ts";
@@ -98,7 +92,11 @@ export class ScopeStore {
   load(scope: ScopeId): ScopeState {
     const row = this.storage.sql.exec<StateRow>("SELECT * FROM scope_state WHERE id = 1").toArray()[0];
     if (row === undefined) return emptyScopeState(scope);
-    if (row.volume_id !== scope.volumeId || row.object_store_id !== scope.objectStoreId || row.scope_key !== scope.key) {
+    if (
+      row.volume_id !== scope.volumeId ||
+      row.object_store_id !== scope.objectStoreId ||
+      row.scope_key !== scope.key
+    ) {
       throw new ShiftlockError("internal", "scope object addressed under a different identity");
     }
     const holder = row.holder === null ? null : (JSON.parse(row.holder) as HolderJson);
@@ -127,7 +125,8 @@ export class ScopeStore {
   save(step: ScopeStep): void {
     if (!step.changed) return;
     const next = step.next;
-    const holder: HolderJson | null = next.holder === null ? null : { ...next.holder, epoch: formatCounter(next.holder.epoch) };
+    const holder: HolderJson | null =
+      next.holder === null ? null : { ...next.holder, epoch: formatCounter(next.holder.epoch) };
     const sql = this.storage.sql;
     this.storage.transactionSync(() => {
       sql.exec(
@@ -155,10 +154,7 @@ export class ScopeStore {
       formatCounter(previousGeneration),
       JSON.stringify(eventToWire(event)),
     );
-    sql.exec(
-      "DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?",
-      HISTORY_RETAINED,
-    );
+    sql.exec("DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?", HISTORY_RETAINED);
   }
 
   /** Number of publishes retained (for tests and diagnostics). */

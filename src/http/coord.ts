@@ -135,7 +135,8 @@ scopeRoutes.get("/watch", async (c) => {
   }
   const target = new URL("https://scope.internal/watch");
   target.searchParams.set(SCOPE_WATCH_PARAMS.scope, JSON.stringify(scope));
-  if (afterGeneration !== undefined) target.searchParams.set(SCOPE_WATCH_PARAMS.afterGeneration, afterGeneration.toString());
+  if (afterGeneration !== undefined)
+    target.searchParams.set(SCOPE_WATCH_PARAMS.afterGeneration, afterGeneration.toString());
   const subprotocol = bearerSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
   if (subprotocol !== undefined) target.searchParams.set(SCOPE_WATCH_PARAMS.subprotocol, subprotocol);
   // Only the upgrade itself travels on; the token stays in the router.
