@@ -1,5 +1,6 @@
 /**
- * Decoding of coord answers and watch messages: wire JSON → the client's types.
+ * Coord wire forms on the client side: answers and watch messages → the client's types,
+ * and the publish body ← `PublishRequest`.
  *
  * Guarantees: counters become `bigint`; an event's `rootChanged: null` becomes `undefined`
  * ("no root in this event") and its base64 `keyPrefixChanged` becomes bytes (`""` →
@@ -11,7 +12,8 @@
  */
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import type { Capability, CoordEvent, Snapshot } from "./coord-types.ts";
+import { formatCounter } from "../protocol/counter.ts";
+import type { Capability, CoordEvent, PublishRequest, Snapshot } from "./coord-types.ts";
 import type { LeaseGrant } from "./write-lease.ts";
 
 const malformed = (what: string): ShiftlockError => new ShiftlockError("internal", `malformed response: ${what}`);
@@ -137,4 +139,14 @@ export function decodeEvent(wire: unknown): CoordEvent {
   if (o["expired"] === true) event.expired = true;
   if (o["replay"] === true) event.replay = true;
   return event;
+}
+
+/** The publish body on the wire (bigint → decimal string, bytes → base64, absent root omitted). */
+export function publishBody(req: PublishRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (req.generation !== undefined) body["generation"] = formatCounter(req.generation);
+  if (req.expectedGeneration !== undefined) body["expectedGeneration"] = formatCounter(req.expectedGeneration);
+  if (req.root !== undefined) body["root"] = req.root;
+  if (req.keyPrefixChanged !== undefined) body["keyPrefixChanged"] = toBase64(req.keyPrefixChanged);
+  return body;
 }

@@ -9,8 +9,10 @@
  *
  * Does not: talk to the network.
  */
+import { DEFAULT_LEASE_TTL_MS, acquireBodySchema } from "../protocol/coord.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { nameProblem } from "../protocol/names.ts";
+import { invalidFromZod } from "../protocol/zod-invalid.ts";
 import type { Scope } from "./coord-types.ts";
 
 /** The message text of the seed's ErrScopeEmpty. */
@@ -72,4 +74,21 @@ export function keyedUnsupported(operation: string): ShiftlockError {
 /** Reject an already-aborted signal the way every coordinator call does first. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   signal?.throwIfAborted();
+}
+
+/**
+ * Validate acquire options with the server's own schema (ttl 100 ms … 24 h, waitMs 0 … 24 h);
+ * returns the effective ttl (default 15 s).
+ */
+export function checkAcquireOptions(
+  scope: CheckedScope,
+  ttlMs: number | undefined,
+  waitMs: number | undefined,
+): number {
+  const body: Record<string, unknown> = { participantId: scope.participantId };
+  if (ttlMs !== undefined) body["ttlMs"] = ttlMs;
+  if (waitMs !== undefined) body["waitMs"] = waitMs;
+  const parsed = acquireBodySchema.safeParse(body);
+  if (!parsed.success) throw invalidFromZod(parsed.error, "body");
+  return parsed.data.ttlMs ?? DEFAULT_LEASE_TTL_MS;
 }

@@ -21,7 +21,6 @@
 import { systemClock, type Clock } from "../protocol/clock.ts";
 import {
   HISTORY_RETAINED,
-  acquireBodySchema,
   capabilityToWire,
   eventToWire,
   keepaliveBodySchema,
@@ -30,7 +29,6 @@ import {
   type CoordEvent as WireCoordEvent,
   type ScopeId,
 } from "../protocol/coord.ts";
-import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { invalidFromZod } from "../protocol/zod-invalid.ts";
 import {
@@ -41,8 +39,8 @@ import {
   type ScopeResult,
   type ScopeState,
 } from "../coord/machine.ts";
-import { decodeCapability, decodeEvent, decodeSnapshot, toBase64 } from "./coord-decode.ts";
-import { checkScope, keyedUnsupported, type CheckedScope } from "./coord-scope.ts";
+import { decodeCapability, decodeEvent, decodeSnapshot, publishBody } from "./coord-decode.ts";
+import { checkAcquireOptions, checkScope, keyedUnsupported, type CheckedScope } from "./coord-scope.ts";
 import type {
   AcquireOptions,
   CallOptions,
@@ -58,13 +56,7 @@ import type {
   WriteLease,
 } from "./coord-types.ts";
 import { WatchQueue } from "./watch-queue.ts";
-import {
-  DEFAULT_LEASE_TTL_MS,
-  HeldWriteLease,
-  type LeaseDriver,
-  type LeaseGrant,
-  type LeaseTimingOptions,
-} from "./write-lease.ts";
+import { HeldWriteLease, type LeaseDriver, type LeaseGrant, type LeaseTimingOptions } from "./write-lease.ts";
 
 export interface MemoryCoordinatorOptions extends LeaseTimingOptions {
   /** Time source for expiry, waiter timeouts and keepalives. Default: the system clock. */
@@ -135,7 +127,7 @@ export class MemoryCoordinator implements Coordinator {
   tryAcquireWriteLease(scope: Scope, opts: AcquireOptions = {}): Promise<TryAcquireResult> {
     return run(opts, () => {
       const checked = checkScope(scope, "required");
-      const ttlMs = this.checkAcquire(checked, opts.ttlMs, undefined);
+      const ttlMs = checkAcquireOptions(checked, opts.ttlMs, undefined);
       const entry = this.entry(checked);
       const leaseId = crypto.randomUUID();
       const result = this.apply(entry, acquire(checked, ttlMs, 0, leaseId, crypto.randomUUID()));
@@ -151,7 +143,7 @@ export class MemoryCoordinator implements Coordinator {
   async waitAcquireWriteLease(scope: Scope, opts: WaitAcquireOptions = {}): Promise<WriteLease> {
     opts.signal?.throwIfAborted();
     const checked = checkScope(scope, "required");
-    const ttlMs = this.checkAcquire(checked, opts.ttlMs, opts.waitMs);
+    const ttlMs = checkAcquireOptions(checked, opts.ttlMs, opts.waitMs);
     const entry = this.entry(checked);
     const waiterId = crypto.randomUUID();
     const granted = new Promise<{ lease: LeaseGrant; grantedAtMs: number }>((resolve, reject) =>
@@ -220,16 +212,6 @@ export class MemoryCoordinator implements Coordinator {
       this.scopes.set(name, entry);
     }
     return entry;
-  }
-
-  /** Validate acquire input with the server's schema; returns the effective ttl. */
-  private checkAcquire(scope: CheckedScope, ttlMs: number | undefined, waitMs: number | undefined): number {
-    const body = { participantId: scope.participantId, ttlMs, waitMs };
-    const parsed = acquireBodySchema.safeParse(
-      Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)),
-    );
-    if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-    return parsed.data.ttlMs ?? DEFAULT_LEASE_TTL_MS;
   }
 
   /** One step of the machine: the Durable Object's load → decide → save → alarm → publish. */
@@ -343,12 +325,7 @@ export class MemoryCoordinator implements Coordinator {
   }
 
   private publish(entry: ScopeEntry, leaseId: string, req: PublishRequest): Snapshot {
-    const body: Record<string, unknown> = {};
-    if (req.generation !== undefined) body["generation"] = formatCounter(req.generation);
-    if (req.expectedGeneration !== undefined) body["expectedGeneration"] = formatCounter(req.expectedGeneration);
-    if (req.root !== undefined) body["root"] = req.root;
-    if (req.keyPrefixChanged !== undefined) body["keyPrefixChanged"] = toBase64(req.keyPrefixChanged);
-    const parsed = publishBodySchema.safeParse(body);
+    const parsed = publishBodySchema.safeParse(publishBody(req));
     if (!parsed.success) throw invalidFromZod(parsed.error, "body");
     const data = parsed.data;
     return this.snapshotOf(

@@ -57,15 +57,18 @@ export interface WriteLeaseInit extends LeaseTimingOptions {
   scope: CheckedScope;
   grant: LeaseGrant;
   ttlMs: number;
-  /** Client-clock time at which the acquire request was sent. */
+  /**
+   * Client-clock time from which the server's ttl is known to run at the latest (the send
+   * time of the acquire request, or the best bound for a queued grant).
+   */
   requestedAtMs: number;
+  /** Run the first keepalive at once (a queued grant whose start time is uncertain). */
+  keepaliveNow?: boolean | undefined;
   driver: LeaseDriver;
   clock: Clock;
   onWantLock?: (() => void) | undefined;
 }
 
-/** Default lease duration (SPEC §2). */
-export const DEFAULT_LEASE_TTL_MS = 15_000;
 const DEFAULT_RELEASE_TIMEOUT_MS = 5_000;
 
 /** The default safety margin for a ttl. */
@@ -124,7 +127,7 @@ export class HeldWriteLease implements WriteLease {
     this.clock = init.clock;
     this.onWantLock = init.onWantLock;
     this.done = new Promise<void>((resolve) => (this.resolveDone = resolve));
-    void this.keepaliveLoop(init.requestedAtMs + this.intervalMs);
+    void this.keepaliveLoop(init.keepaliveNow === true ? init.clock.nowMs() : init.requestedAtMs + this.intervalMs);
   }
 
   get expiresAtMs(): number {
@@ -244,13 +247,14 @@ export class HeldWriteLease implements WriteLease {
     try {
       for (let attempt = 0; !budget.signal.aborted; attempt++) {
         try {
-          await this.driver.release(budget.signal);
+          // Race the abort too: a transport that ignores its signal must not outlive the bound.
+          await Promise.race([this.driver.release(budget.signal), aborted(budget.signal)]);
           return;
         } catch (err) {
           if (budget.signal.aborted) break;
           lastError = err;
           if (err instanceof ShiftlockError && err.status < 500 && err.code !== "rate_limited") throw err;
-          await this.clock.sleep(Math.min(1_000, 50 * 2 ** attempt), budget.signal).catch(() => undefined);
+          await sleepLinked(this.clock, Math.min(1_000, 50 * 2 ** attempt), budget.signal).catch(() => undefined);
         }
       }
       throw lastError;
@@ -268,7 +272,7 @@ export class HeldWriteLease implements WriteLease {
     try {
       while (!stop.aborted) {
         const waitMs = Math.min(nextAtMs, this.deadlineMs) - this.clock.nowMs();
-        if (waitMs > 0) await this.clock.sleep(waitMs, stop);
+        if (waitMs > 0) await sleepLinked(this.clock, waitMs, stop);
         if (stop.aborted) return;
         if (this.clock.nowMs() >= this.deadlineMs) {
           this.lose(this.deadlineError());
@@ -338,5 +342,29 @@ export class HeldWriteLease implements WriteLease {
     return new ShiftlockError("lease_lost", "coord: no keepalive succeeded before the lease deadline", {
       leaseId: this.leaseId,
     });
+  }
+}
+
+/** Rejects with the signal's reason once it aborts. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason as Error);
+    else signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true });
+  });
+}
+
+/**
+ * `clock.sleep` through a child signal whose link is removed afterwards, so a long-lived
+ * `signal` does not collect one listener per sleep (whatever the clock does with it).
+ */
+async function sleepLinked(clock: Clock, delayMs: number, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  const child = new AbortController();
+  const onAbort = (): void => child.abort(signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    await clock.sleep(delayMs, child.signal);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
   }
 }
