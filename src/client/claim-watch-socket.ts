@@ -17,6 +17,10 @@
  *   When a connection fails before delivering anything, one HTTP probe of the claim tells a
  *   permanent refusal (`unauthorized`, `forbidden`, `invalid_request`, `not_found`) from a
  *   transient one; a permanent refusal ends the iteration with that error.
+ * - Flow control: every {@link ACK_EVERY} events the consumer has *taken* are acknowledged
+ *   with `{"type":"ack","version":"N"}`, so the server closes with 4008 only a consumer that
+ *   really stopped reading; after a 4008 the watch reconnects once the consumer has drained
+ *   what is buffered, so a slow consumer costs bounded memory and loses nothing.
  * - `close()` ends the iteration cleanly; the signal aborting ends it with the signal's
  *   reason. Either way the socket and timers are released.
  *
@@ -67,11 +71,17 @@ export interface SocketWatchOptions {
 }
 
 const OPEN = 1;
+/** Close code of a subscriber the server found lagging (SPEC §3). */
+export const LAGGING_CLOSE_CODE = 4008;
+/** Acknowledge after this many consumed events (the server tolerates 1,024 unacknowledged). */
+export const ACK_EVERY = 128;
 const PERMANENT = ["unauthorized", "forbidden", "invalid_request", "not_found"] as const;
 
 interface SessionOutcome {
   /** True when the connection delivered at least one message. */
   delivered: boolean;
+  /** The close code (0 when the socket could not even be created). */
+  code: number;
 }
 
 export class SocketClaimWatch implements ClaimWatch {
@@ -83,7 +93,10 @@ export class SocketClaimWatch implements ClaimWatch {
 
   constructor(private readonly options: SocketWatchOptions) {
     this.lastVersion = options.afterVersion;
-    this.queue = new WatchQueue(() => this.shutdown());
+    this.queue = new WatchQueue(
+      () => this.shutdown(),
+      (item) => this.onTaken(item),
+    );
     const signal = options.signal;
     if (signal?.aborted === true) {
       this.queue.fail(signal.reason);
@@ -112,6 +125,23 @@ export class SocketClaimWatch implements ClaimWatch {
     return this.queue[Symbol.asyncIterator]();
   }
 
+  private consumedSinceAck = 0;
+
+  /** Acknowledge consumed events in batches (flow control, see module doc). */
+  private onTaken(item: ClaimWatchItem): void {
+    if (item.type !== "event") return;
+    this.consumedSinceAck++;
+    if (this.consumedSinceAck < ACK_EVERY) return;
+    const socket = this.socket;
+    if (socket === undefined || socket.readyState !== OPEN) return;
+    try {
+      socket.send(JSON.stringify({ type: "ack", version: item.claim.version.toString() }));
+      this.consumedSinceAck = 0;
+    } catch {
+      // The socket is going away; the next connection starts from a fresh count anyway.
+    }
+  }
+
   private abort(reason: unknown): void {
     this.queue.fail(reason);
     this.shutdown();
@@ -131,6 +161,13 @@ export class SocketClaimWatch implements ClaimWatch {
     while (!this.stop.signal.aborted) {
       const outcome = await this.session();
       if (this.stop.signal.aborted) return;
+      if (outcome.code === LAGGING_CLOSE_CODE) {
+        // Too slow: resume only once the consumer caught up with what we already hold.
+        await Promise.race([this.queue.drained(), abortPromise(this.stop.signal)]);
+        if (this.stop.signal.aborted) return;
+        attempt = 0;
+        continue;
+      }
       if (outcome.delivered) {
         attempt = 0;
       } else {
@@ -159,7 +196,7 @@ export class SocketClaimWatch implements ClaimWatch {
   /** One connection, from open to close. */
   private session(): Promise<SessionOutcome> {
     return new Promise<SessionOutcome>((resolve) => {
-      const outcome: SessionOutcome = { delivered: false };
+      const outcome: SessionOutcome = { delivered: false, code: 0 };
       const sessionEnd = new AbortController();
       let socket: WebSocketLike;
       try {
@@ -189,7 +226,10 @@ export class SocketClaimWatch implements ClaimWatch {
         outcome.delivered = true;
         this.onMessage(event.data);
       });
-      socket.addEventListener("close", finish);
+      socket.addEventListener("close", (event) => {
+        outcome.code = event.code;
+        finish();
+      });
       // `error` is always followed by `close` (WHATWG); listening keeps `ws` from throwing.
       socket.addEventListener("error", () => {});
     });
@@ -261,6 +301,13 @@ export class SocketClaimWatch implements ClaimWatch {
       timeMs: typeof timeMs === "number" ? timeMs : 0,
     });
   }
+}
+
+function abortPromise(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
 }
 
 function closeQuietly(socket: WebSocketLike): void {

@@ -17,7 +17,31 @@ export class WatchQueue<T> implements AsyncIterable<T> {
   private failure: { error: unknown } | undefined;
   private closed = false;
 
-  constructor(private readonly onClose: () => void = () => {}) {}
+  private drainWaiters: (() => void)[] = [];
+
+  /**
+   * @param onClose runs once when the consumer stops (close, `return()`, `break`)
+   * @param onTake runs after the consumer took an item (flow control: acknowledgements)
+   */
+  constructor(
+    private readonly onClose: () => void = () => {},
+    private readonly onTake: (item: T) => void = () => {},
+  ) {}
+
+  /** Resolves once every buffered item was taken (or the queue is done). */
+  drained(): Promise<void> {
+    if (this.items.length === 0 || this.done) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private took(item: T): void {
+    this.onTake(item);
+    if (this.items.length === 0 && this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
 
   /** True once ended, failed or closed: pushes are ignored from then on. */
   get done(): boolean {
@@ -35,6 +59,7 @@ export class WatchQueue<T> implements AsyncIterable<T> {
     if (w !== undefined) {
       this.waiter = undefined;
       w.resolve({ value: item, done: false });
+      this.took(item);
     } else {
       this.items.push(item);
     }
@@ -65,6 +90,9 @@ export class WatchQueue<T> implements AsyncIterable<T> {
   }
 
   private wake(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const d of waiters) d();
     const w = this.waiter;
     if (w === undefined || this.items.length > 0) return;
     this.waiter = undefined;
@@ -73,8 +101,11 @@ export class WatchQueue<T> implements AsyncIterable<T> {
   }
 
   next(): Promise<IteratorResult<T>> {
-    const item = this.items.shift();
-    if (item !== undefined) return Promise.resolve({ value: item, done: false });
+    if (this.items.length > 0) {
+      const item = this.items.shift() as T;
+      this.took(item);
+      return Promise.resolve({ value: item, done: false });
+    }
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what the producer failed with (e.g. an AbortSignal reason)
     if (this.failure !== undefined) return Promise.reject(this.failure.error);
     if (this.finished) return Promise.resolve({ value: undefined, done: true });

@@ -1,0 +1,20 @@
+/**
+ * The claims contract against the in-memory backend, on a manual clock.
+ */
+import { MemoryClaimsBackend } from "../../src/client/memory-claims-backend.ts";
+import { ManualClock } from "../../src/protocol/clock.ts";
+import { runClaimsContract } from "./claims-suite.ts";
+
+runClaimsContract(
+  "MemoryClaimsBackend",
+  () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const backend = new MemoryClaimsBackend({ clock });
+    return Promise.resolve({
+      backend,
+      passTime: (ms) => clock.advance(ms),
+      forceSetToken: (name, token) => backend.forceSetToken(name, token),
+    });
+  },
+  { seedsTokens: true },
+);

@@ -1,0 +1,26 @@
+/**
+ * The claims contract against the real server (`npm start`), through `HttpClaimsBackend`:
+ * each test gets a fresh random namespace, so tests never see each other's claims.
+ */
+import { inject } from "vitest";
+import WebSocket from "ws";
+import { HttpClaimsBackend } from "../../src/client/http-claims-backend.ts";
+import { runClaimsContract } from "./claims-suite.ts";
+
+runClaimsContract(
+  "HttpClaimsBackend against the server",
+  () =>
+    Promise.resolve({
+      backend: new HttpClaimsBackend({
+        baseUrl: inject("serverUrl"),
+        token: "dev-token",
+        namespace: `contract-${crypto.randomUUID()}`,
+        WebSocket,
+      }),
+      // Real time must pass on the server: its alarm and lazy checks use its own clock.
+      passTime: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    }),
+  // The server has no way to seed a token near 2^64 (by design); overflow is covered in memory
+  // and by the machine's unit tests.
+  { seedsTokens: false },
+);
