@@ -15,8 +15,8 @@
 import { cpus, loadavg, totalmem, release } from "node:os";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { makeClient } from "./http.mjs";
-import { startServer } from "./server.mjs";
-import { claimCycles, coordCycles, healthz } from "./throughput.mjs";
+import { cleanupBundle, startServer } from "./server.mjs";
+import { claimCycles, claimReads, coordCycles, healthz } from "./throughput.mjs";
 import { fanout, handover } from "./coord-latency.mjs";
 import { round } from "./stats.mjs";
 
@@ -32,6 +32,7 @@ const args = Object.fromEntries(
 const durationMs = Number(args.duration ?? 10) * 1000;
 const phases = new Set((args.phases ?? "healthz,claims,coord,handover,fanout").split(","));
 const maxWatchers = Number(args["max-watchers"] ?? 1000);
+const serverKind = args.server === "miniflare" ? "miniflare" : "wrangler-dev";
 
 const hardStop = setTimeout(() => {
   console.error(`bench: hard limit of ${HARD_LIMIT_MS / 60_000} min reached, stopping`);
@@ -52,12 +53,16 @@ const results = {
   startedAt: new Date().toISOString(),
   machine,
   client: client.name,
-  server: "wrangler dev (the `npm start` script), fresh state directory per measurement",
+  server:
+    serverKind === "miniflare"
+      ? "Miniflare serving the `wrangler deploy --dry-run` bundle directly (diagnostic: no dev proxy; NOT `npm start`)"
+      : "wrangler dev (the `npm start` script), fresh state directory per measurement",
   durationSeconds: durationMs / 1000,
   measurements: [],
 };
 console.log(`shiftlock bench — ${machine.nproc} cores, ${machine.memoryGiB} GiB, node ${machine.node}`);
 console.log(`client: ${client.name}`);
+console.log(`server: ${results.server}`);
 if ((loadavg()[0] ?? 0) > machine.nproc) {
   console.log(`warning: load average ${round(loadavg()[0] ?? 0, 1)} > ${machine.nproc} cores: figures will be low`);
 }
@@ -71,19 +76,20 @@ console.log("");
  */
 async function measurement(name, params, fn) {
   process.stdout.write(`${name.padEnd(44)} `);
-  const server = await startServer();
-  const ns = `bench-${crypto.randomUUID().slice(0, 8)}`;
-  const ctx = { url: server.url, client, ns, token: TOKEN, durationMs, maxCycles: 20_000 };
   const entry = { name, ...params };
+  let server;
   try {
+    server = await startServer(serverKind);
+    const ns = `bench-${crypto.randomUUID().slice(0, 8)}`;
+    const ctx = { url: server.url, client, ns, token: TOKEN, durationMs, maxCycles: 20_000 };
     Object.assign(entry, await fn(ctx));
   } catch (err) {
-    entry.error = err instanceof Error ? err.message : String(err);
+    entry.error = err instanceof Error ? err.message.split("\n")[0] : String(err);
   }
-  entry.serverRssMb = server.rssMb();
+  entry.serverRssMb = server?.rssMb() ?? 0;
   // Other work on the machine lowers every figure: record it next to the figure.
   entry.loadAvg1m = round(loadavg()[0] ?? 0, 1);
-  await server.stop();
+  await server?.stop();
   results.measurements.push(entry);
   console.log(entry.error ? `FAILED: ${entry.error}` : describe(entry));
   return entry;
@@ -107,6 +113,12 @@ for (const clients of [1, 32]) {
   }
 }
 for (const clients of [1, 32]) {
+  if (phases.has("claims")) {
+    const what = clients === 1 ? "1 client" : "32 clients";
+    await measurement(`claims GET (read, no write), 1 claim, ${what}`, { kind: "read", clients }, (ctx) =>
+      claimReads(ctx, clients),
+    );
+  }
   if (phases.has("claims")) {
     const what = clients === 1 ? "1 claim, 1 client" : "32 claims, 32 clients";
     await measurement(`claims acquire→release, ${what}`, { kind: "claims", clients }, (ctx) =>
@@ -141,12 +153,14 @@ for (const e of results.measurements) {
 }
 results.finishedAt = new Date().toISOString();
 await client.close();
+cleanupBundle();
 
 const table = renderTables(results);
 console.log(`\n${table}`);
 mkdirSync("bench/results", { recursive: true });
-writeFileSync("bench/results/latest.json", `${JSON.stringify(results, null, 2)}\n`);
-console.log("raw results: bench/results/latest.json");
+const resultsFile = `bench/results/${serverKind === "miniflare" ? "miniflare" : "latest"}.json`;
+writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
+console.log(`raw results: ${resultsFile}`);
 if (args["write-doc"] === "true") writeDoc(results, table);
 const failed = results.measurements.filter((e) => e.error).length;
 process.exit(failed === 0 ? 0 : 1);

@@ -7,7 +7,7 @@
  * server users run locally. `stop()` ends the whole process group it started and removes the
  * state directory. It does not guarantee the port stays free between probing and binding.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -78,11 +78,38 @@ export function groupRssMb(pgid) {
  * @property {() => Promise<void>} stop
  */
 
-/** @returns {Promise<RunningServer>} */
-export async function startServer() {
+let bundleDir;
+
+/** Build the deployable bundle once per run (`wrangler deploy --dry-run`, as `npm run build`). */
+function bundle() {
+  if (bundleDir === undefined) {
+    bundleDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-dist-"));
+    execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", bundleDir], {
+      stdio: "ignore",
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    });
+  }
+  return bundleDir;
+}
+
+/** Remove the bundle built for `--server=miniflare`, if any. */
+export function cleanupBundle() {
+  if (bundleDir !== undefined) rmSync(bundleDir, { recursive: true, force: true });
+}
+
+/**
+ * @param {"wrangler-dev" | "miniflare"} [kind] `wrangler-dev` is `npm start`; `miniflare`
+ *   serves the same bundle without the dev proxy (a diagnostic, see miniflare-child.mjs)
+ * @returns {Promise<RunningServer>}
+ */
+export async function startServer(kind = "wrangler-dev") {
   const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-"));
   const port = await freePort();
-  const child = spawn(startCommand(port, stateDir), {
+  const command =
+    kind === "miniflare"
+      ? `node bench/miniflare-child.mjs ${bundle()} ${stateDir} ${port}`
+      : startCommand(port, stateDir);
+  const child = spawn(command, {
     shell: true,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],

@@ -82,3 +82,21 @@ export async function coordCycles(ctx, clients) {
   };
   return { ...(await measure(ctx, clients, cycle)), requestsPerCycle: 3 };
 }
+
+/**
+ * Claims read: `GET` of one existing claim. Same router, auth and RPC hop as a mutation but
+ * no storage write and no alarm, which separates the cost of the hop from the cost of a
+ * durable change when the cycle figures are analysed.
+ */
+export async function claimReads(ctx, clients) {
+  const base = `${ctx.url}/v1/ns/${enc(ctx.ns)}/claims/bench-read`;
+  expectStatus(
+    await ctx.client.call("POST", `${base}/acquire`, { generationId: "gen-r", ttlMs: 60_000 }),
+    200,
+    "acquire",
+  );
+  const r = await measure(ctx, clients, async () => {
+    expectStatus(await ctx.client.call("GET", base), 200, "read");
+  });
+  return { ...r, requestsPerCycle: 1 };
+}
