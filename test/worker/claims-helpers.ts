@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies under test are inspected loosely. */
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument -- JSON bodies under test are inspected loosely. */
 // Shared helpers for the claims worker tests: authenticated requests against the Worker
 // entry (`exports.default.fetch`), unique names, and a WebSocket message collector.
 import { exports } from "cloudflare:workers";
@@ -19,10 +19,10 @@ export async function call(
   method: string,
   url: string,
   body?: unknown,
-  token: string | undefined = WRITE,
+  token: string | null = WRITE,
 ): Promise<{ status: number; body: any; headers: Headers }> {
   const headers: Record<string, string> = {};
-  if (token !== undefined) headers["Authorization"] = `Bearer ${token}`;
+  if (token !== null) headers["Authorization"] = `Bearer ${token}`;
   let payload: string | undefined;
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -37,8 +37,8 @@ export async function call(
   return { status: res.status, body: text === "" ? undefined : JSON.parse(text), headers: res.headers };
 }
 
-export const post = (url: string, body?: unknown, token?: string) => call("POST", url, body, token);
-export const get = (url: string, token?: string) => call("GET", url, undefined, token);
+export const post = (url: string, body?: unknown, token: string | null = WRITE) => call("POST", url, body, token);
+export const get = (url: string, token: string | null = WRITE) => call("GET", url, undefined, token);
 
 /** Open a watch socket through the router and collect its messages. */
 export async function openWatch(
