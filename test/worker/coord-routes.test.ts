@@ -66,7 +66,7 @@ describe("lease lifecycle", () => {
     const kept = await post(`${scope.url}/leases/${lease.leaseId}/keepalive`, { ttlMs: 60_000 });
     expect(kept.status).toBe(200);
     expect(kept.body.wantLock).toBe(false);
-    expect(kept.body.lease.expiresAtMs).toBeGreaterThan(lease.expiresAtMs);
+    expect(kept.body.lease.expiresAtMs).toBeGreaterThan(lease.expiresAtMs as number);
     expect(kept.body.lease).toMatchObject({ leaseId: lease.leaseId, epoch: "1", participantId: "a" });
     const lost = await post(`${scope.url}/leases/not-a-lease/keepalive`, {});
     expect(lost.status).toBe(410);
@@ -187,7 +187,7 @@ describe("keyed scopes", () => {
       headers: { Upgrade: "websocket", Authorization: "Bearer test-read-all" },
     });
     expect(watch.status).toBe(400);
-    expect(((await watch.json()) as { error: { code: string } }).error.code).toBe("unsupported");
+    expect((await watch.json<{ error: { code: string } }>()).error.code).toBe("unsupported");
     // Keepalive and release work on keyed leases.
     expect((await post(`${keyed.url}/leases/${lease.leaseId}/keepalive`, {})).status).toBe(200);
     expect((await del(`${keyed.url}/leases/${lease.leaseId}`)).status).toBe(204);
