@@ -90,8 +90,9 @@ describe("watch", () => {
     const stub = scopeStub(scope);
     const id = { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: "" };
     const lease = await acquire(scope);
-    await post(`${scope.url}/leases/${lease.leaseId}/publish`, { root: "first", keyPrefixChanged: "cHJlZml4" });
-    for (let i = 0; i < HISTORY_RETAINED + 10; i++) await stub.publish(id, lease.leaseId, {});
+    const leaseId = lease.leaseId as string;
+    await post(`${scope.url}/leases/${leaseId}/publish`, { root: "first", keyPrefixChanged: "cHJlZml4" });
+    for (let i = 0; i < HISTORY_RETAINED + 10; i++) await stub.publish(id, leaseId, {});
     const current = String(HISTORY_RETAINED + 11);
     const watch = await openWatch(scope, "?afterGeneration=0");
     expect(await watch.next()).toEqual({ type: "ready", generation: current });
