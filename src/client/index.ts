@@ -21,3 +21,28 @@ export type { FetchLike, HttpTransportOptions } from "./http-transport.ts";
 
 // The handoff runtime (SPEC §3 "Handoff").
 export * from "./handoff/index.ts";
+
+// Coord (SPEC §4): the seed's Coordinator over HTTP/WebSocket, in memory, and unsupported.
+export type {
+  AcquireOptions,
+  BackendKind,
+  Capability,
+  CoordEvent,
+  CoordWatch,
+  Coordinator,
+  FallbackReason,
+  PublishRequest,
+  Scope,
+  Snapshot,
+  TryAcquireResult,
+  WaitAcquireOptions,
+  WriteLease,
+} from "./coord-types.ts";
+export { isScopeEmpty, SCOPE_EMPTY_MESSAGE } from "./coord-scope.ts";
+export { HttpCoordinator } from "./coord-http.ts";
+export type { HttpCoordinatorOptions } from "./coord-http.ts";
+export { MemoryCoordinator } from "./memory-coord.ts";
+export type { MemoryCoordinatorOptions } from "./memory-coord.ts";
+export { UnsupportedCoordinator, UNSUPPORTED_MESSAGE } from "./unsupported-coordinator.ts";
+export type { UnsupportedCoordinatorOptions } from "./unsupported-coordinator.ts";
+export type { LeaseTimingOptions } from "./write-lease.ts";

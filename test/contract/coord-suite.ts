@@ -356,7 +356,7 @@ export function runCoordConformance<F extends CoordFixture>(
       }
     });
 
-    it("waitMs passing is lease_held; an aborted wait leaves the queue", async () => {
+    it("waitMs passing is lease_held", async () => {
       const f = await fixture();
       try {
         const ids = { volumeId: uid("volume-waitms"), objectStoreId: "objects" };
@@ -371,6 +371,19 @@ export function runCoordConformance<F extends CoordFixture>(
         await hooks.elapse(f, 300);
         expect(hasCode(await within(timedOutcome, guardMs, "the timeout"), "lease_held")).toBe(true);
 
+        await a.release();
+        watch.close();
+      } finally {
+        await after();
+      }
+    });
+
+    it("an aborted wait leaves the queue: the next waiter is granted directly", async () => {
+      const f = await fixture();
+      try {
+        const ids = { volumeId: uid("volume-abort"), objectStoreId: "objects" };
+        const watch = await f.second.watch({ ...ids, participantId: "w" }, 0n);
+        const a = await acquired(f.first, { ...ids, participantId: "a" });
         const ctl = new AbortController();
         const aborted = f.second.waitAcquireWriteLease({ ...ids, participantId: "gone" }, { signal: ctl.signal });
         const abortedOutcome = aborted.then(
