@@ -1,4 +1,321 @@
-// Placeholder: replaced by the generated document.
-export function openApiDocument(): object {
-  return { openapi: "3.1.0", info: { title: "shiftlock", version: "0.1.0" }, paths: {} };
+/**
+ * `GET /openapi.json`: the OpenAPI 3.1 document, generated from the route registry
+ * (openapi-routes.ts) and the zod schemas the routes validate with.
+ *
+ * Guarantees:
+ * - Request schemas are the zod *input* side (what a client must send: counters as canonical
+ *   decimal strings, unknown fields rejected); response schemas are the *output* side.
+ * - Every `/v1` operation declares the bearer scheme, its role, and every error status it
+ *   can answer, each with the envelope narrowed to that status's codes: the route's own
+ *   codes plus `invalid_request` (400), `unauthorized` (401), `forbidden` (403),
+ *   `payload_too_large` (413, routes with a body) and `internal` (500).
+ * - WebSocket routes are GETs answering 101, with the message schemas in `x-websocket`.
+ * - The document is built once per isolate and is plain JSON.
+ *
+ * Does not: describe the 404 `not_found` of unknown routes per operation (it is in the
+ * `Error` schema and the document's description), or claim more than SPEC guarantees.
+ */
+import { z } from "zod";
+import { ERROR_STATUS } from "../protocol/errors.ts";
+import type { ErrorCode } from "../protocol/errors.ts";
+import { claimRecordWireSchema, claimResponseSchema } from "../protocol/claims.ts";
+import {
+  capabilityWireSchema,
+  eventWireSchema,
+  leaseWireSchema,
+  snapshotWireSchema,
+  acquireResponseSchema,
+  keepaliveResponseSchema,
+} from "../protocol/coord.ts";
+import { counterSchema } from "../protocol/counter.ts";
+import { generationRecordSchema, generationResponseSchema } from "../protocol/generations.ts";
+import { NAME_MAX_BYTES, nameSchema } from "../protocol/names.ts";
+import { BEARER_SUBPROTOCOL_PREFIX } from "./auth.ts";
+import { BODY_LIMIT_BYTES } from "./body.ts";
+import { ROUTES } from "./openapi-routes.ts";
+import type { RouteDescriptor } from "./openapi-routes.ts";
+
+type Json = Record<string, unknown>;
+
+/** Names for schemas shared by several operations (the rest are named after their operation). */
+const SHARED_NAMES = new Map<z.ZodType, string>([
+  [claimRecordWireSchema, "ClaimRecord"],
+  [claimResponseSchema, "ClaimResponse"],
+  [generationRecordSchema, "GenerationRecord"],
+  [generationResponseSchema, "GenerationResponse"],
+  [leaseWireSchema, "Lease"],
+  [acquireResponseSchema, "LeaseResponse"],
+  [keepaliveResponseSchema, "KeepaliveResponse"],
+  [snapshotWireSchema, "Snapshot"],
+  [capabilityWireSchema, "Capability"],
+  [eventWireSchema, "CoordEvent"],
+]);
+
+const NAME_DESCRIPTION = `name: 1..${NAME_MAX_BYTES} bytes of UTF-8, no control characters`;
+const COUNTER_DESCRIPTION = "64-bit counter as a canonical decimal string (no sign, no leading zeros, below 2^64)";
+
+/** Put what zod cannot express (byte-length names, canonical counters) into the JSON Schema. */
+function override(ctx: { zodSchema: unknown; jsonSchema: Json }): void {
+  if (ctx.zodSchema === nameSchema) {
+    Object.assign(ctx.jsonSchema, { minLength: 1, maxLength: NAME_MAX_BYTES, description: NAME_DESCRIPTION });
+  } else if (ctx.zodSchema === counterSchema) {
+    Object.assign(ctx.jsonSchema, { pattern: "^(0|[1-9][0-9]{0,19})$", description: COUNTER_DESCRIPTION });
+  }
+}
+
+/**
+ * Collects the schemas of one direction ("input" or "output") under unique component names
+ * and converts them together, so shared schemas become `$ref`s.
+ */
+class SchemaSet {
+  private readonly registry = z.registry<{ id: string }>();
+  private readonly ids = new Map<z.ZodType, string>();
+
+  constructor(private readonly io: "input" | "output") {
+    if (io === "output") for (const [schema, id] of SHARED_NAMES) this.name(schema, id);
+  }
+
+  /** Register `schema` (once) and return its `$ref`. */
+  ref(schema: z.ZodType, fallbackName: string): Json {
+    return { $ref: `#/components/schemas/${this.name(schema, fallbackName)}` };
+  }
+
+  private name(schema: z.ZodType, id: string): string {
+    const known = this.ids.get(schema);
+    if (known !== undefined) return known;
+    this.ids.set(schema, id);
+    this.registry.add(schema, { id });
+    return id;
+  }
+
+  /** The converted schemas, keyed by component name. */
+  build(): Record<string, Json> {
+    const { schemas } = z.toJSONSchema(this.registry, {
+      io: this.io,
+      unrepresentable: "any",
+      target: "draft-2020-12",
+      uri: (id) => `#/components/schemas/${id}`,
+      override,
+    });
+    const out: Record<string, Json> = {};
+    for (const [id, schema] of Object.entries(schemas)) {
+      const { $schema: _drop, $id: _id, ...rest } = schema as Json;
+      out[id] = rest;
+    }
+    return out;
+  }
+}
+
+/** Inline JSON Schema of a single (query or path) value. */
+function inlineSchema(schema: z.ZodType): Json {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
+    io: "input",
+    unrepresentable: "any",
+    target: "draft-2020-12",
+    override,
+  }) as Json;
+  return rest;
+}
+
+const ERROR_SCHEMA: Json = {
+  type: "object",
+  required: ["error"],
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: { type: "string", enum: Object.keys(ERROR_STATUS) },
+        message: { type: "string", description: "human text; do not parse" },
+        field: { type: "string", description: "invalid_request: the offending field or parameter" },
+        claim: { $ref: "#/components/schemas/ClaimRecord", description: "claim_held: the holder's record" },
+        generation: {
+          $ref: "#/components/schemas/GenerationRecord",
+          description: "generation_exists: the registered record",
+        },
+        from: { type: "string", description: "invalid_state: the current state" },
+        to: { type: "string", description: "invalid_state: the refused target state" },
+        retryAfterMs: { type: "integer", description: "rate_limited: when to retry (also the Retry-After header)" },
+      },
+      additionalProperties: true,
+    },
+  },
+};
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Bad request",
+  401: "Missing or unknown bearer token",
+  403: "Token not allowed for this namespace or role",
+  404: "Not found",
+  409: "Conflict",
+  410: "Gone",
+  413: "Body over 64 KiB",
+  429: "Rate limited",
+  500: "Internal error (a bug; never for bad input)",
+};
+
+/** Every code a route can answer: its own plus the ones common to its kind. */
+export function routeErrorCodes(route: RouteDescriptor): ErrorCode[] {
+  const codes = new Set<ErrorCode>(route.errors);
+  if (route.auth !== "none") {
+    for (const code of ["invalid_request", "unauthorized", "forbidden", "internal"] as const) codes.add(code);
+  }
+  if (route.body !== undefined) codes.add("payload_too_large");
+  return [...codes];
+}
+
+/** The envelope narrowed to `codes`, as an OpenAPI response object. */
+function errorResponse(status: number, codes: readonly ErrorCode[]): Json {
+  const response: Json = {
+    description: `${STATUS_TEXT[status] ?? "Error"}: ${codes.join(", ")}`,
+    content: {
+      "application/json": {
+        schema: {
+          allOf: [
+            { $ref: "#/components/schemas/Error" },
+            { properties: { error: { properties: { code: { enum: codes } } } } },
+          ],
+        },
+      },
+    },
+  };
+  if (status === 429) {
+    response["headers"] = { "Retry-After": { schema: { type: "integer", minimum: 1 }, description: "seconds" } };
+  }
+  return response;
+}
+
+/** Responses every `/v1` operation shares, referenced instead of repeated. */
+const COMMON_RESPONSES = ["invalid_request", "unauthorized", "forbidden", "payload_too_large", "internal"] as const;
+
+function errorResponses(route: RouteDescriptor): Record<string, Json> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of routeErrorCodes(route)) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<string, Json> = {};
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const [only] = codes;
+    const shared = codes.length === 1 && (COMMON_RESPONSES as readonly string[]).includes(only ?? "");
+    out[String(status)] = shared ? { $ref: `#/components/responses/${only}` } : errorResponse(status, codes);
+  }
+  return out;
+}
+
+function pathParameters(path: string): Json[] {
+  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+    name: m[1],
+    in: "path",
+    required: true,
+    description: `${NAME_DESCRIPTION}; percent-encoded (a "/" inside travels as %2F)`,
+    schema: { type: "string", minLength: 1 },
+  }));
+}
+
+function queryParameters(query: z.ZodObject | undefined): Json[] {
+  if (query === undefined) return [];
+  return Object.entries(query.shape).map(([name, schema]) => ({
+    name,
+    in: "query",
+    required: !(schema as z.ZodType).safeParse(undefined).success,
+    schema: inlineSchema(schema as z.ZodType),
+  }));
+}
+
+function operation(route: RouteDescriptor, input: SchemaSet, output: SchemaSet): Json {
+  const name = route.operationId.charAt(0).toUpperCase() + route.operationId.slice(1);
+  const success: Json = { description: route.status === 101 ? "Switching protocols (WebSocket)" : "Success" };
+  if (route.response !== undefined) {
+    success["content"] = { "application/json": { schema: output.ref(route.response, `${name}Response`) } };
+  }
+  const op: Json = {
+    operationId: route.operationId,
+    tags: [route.tag],
+    summary: route.summary,
+    parameters: [...pathParameters(route.path), ...queryParameters(route.query)],
+    responses: { [String(route.status)]: success, ...errorResponses(route) },
+  };
+  if (route.description !== undefined) op["description"] = route.description;
+  if (route.auth === "none") op["security"] = [];
+  else op["x-shiftlock-role"] = route.auth;
+  if (route.body !== undefined) {
+    op["requestBody"] = {
+      required: false,
+      description: `JSON, at most ${BODY_LIMIT_BYTES} bytes; unknown fields are rejected`,
+      content: { "application/json": { schema: input.ref(route.body, `${name}Body`) } },
+    };
+  }
+  if (route.websocket !== undefined) {
+    (op["parameters"] as Json[]).push({
+      name: "Upgrade",
+      in: "header",
+      required: true,
+      schema: { type: "string", const: "websocket" },
+    });
+    op["x-websocket"] = {
+      subprotocol: `${BEARER_SUBPROTOCOL_PREFIX}<token> (browsers; echoed in the handshake)`,
+      serverMessages: output.ref(route.websocket.server, `${name}ServerMessage`),
+      clientMessages: input.ref(route.websocket.client, `${name}ClientMessage`),
+      closeCodes: { "4008": "subscriber could not keep up; resume with the after… parameter" },
+    };
+  }
+  return op;
+}
+
+function buildDocument(): Json {
+  const input = new SchemaSet("input");
+  const output = new SchemaSet("output");
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of ROUTES) {
+    const item = (paths[route.path] ??= {});
+    item[route.method] = operation(route, input, output);
+  }
+  const inputSchemas = input.build();
+  const outputSchemas = output.build();
+  for (const id of Object.keys(inputSchemas)) {
+    if (Object.hasOwn(outputSchemas, id)) throw new Error(`OpenAPI component ${id} is both input and output`);
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "shiftlock",
+      version: "1",
+      description:
+        "Named claims with fencing tokens and two-phase handoff between deployment generations, and coord write " +
+        "leases, on Cloudflare Durable Objects. Errors are {error:{code,message,...}}; unknown routes are 404 " +
+        "not_found. 64-bit counters travel as decimal strings.",
+    },
+    servers: [{ url: "/" }],
+    tags: [
+      { name: "meta", description: "Health and this document" },
+      { name: "claims", description: "SPEC §3 claims" },
+      { name: "generations", description: "SPEC §3 generations" },
+      { name: "coord", description: "SPEC §4 write leases per scope" },
+    ],
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      responses: Object.fromEntries(COMMON_RESPONSES.map((code) => [code, errorResponse(ERROR_STATUS[code], [code])])),
+      securitySchemes: {
+        bearerAuth: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            `Authorization: Bearer <token>. Browsers opening a WebSocket send the subprotocol ` +
+            `${BEARER_SUBPROTOCOL_PREFIX}<token> instead. Tokens have a role (read = GET and watch, ` +
+            `write = everything) and a namespace list.`,
+        },
+      },
+      schemas: { Error: ERROR_SCHEMA, ...inputSchemas, ...outputSchemas },
+    },
+  };
+}
+
+let cached: Json | undefined;
+
+/** The OpenAPI 3.1 document (built on first use, then reused). */
+export function openApiDocument(): Json {
+  cached ??= buildDocument();
+  return cached;
 }
