@@ -4,10 +4,16 @@
  * Guarantees: a watcher resolves `ready` on the server's `{"type":"ready"}` message (the
  * subscriber is registered by then, SPEC §4 "Watch"), stamps every message with
  * `performance.now()` the moment it is parsed, and hands events to one `onEvent` hook.
- * Opening many sockets is throttled so the handshakes do not starve the server.
+ * Opening many sockets is throttled so the handshakes do not starve the server. It
+ * acknowledges events in batches (`{"type":"ack","count":N}` every {@link ACK_EVERY} events,
+ * docs/coord.md "Flow control"), as a well-behaved reader does, so long runs are not closed
+ * with 4008 and acks do not add a message per event to the measured path.
  * It does not reconnect: a closed watcher is a failed measurement, reported as such.
  */
 import WebSocket from "ws";
+
+/** Acknowledge after this many events (the server closes at 1,024 unacknowledged). */
+export const ACK_EVERY = 256;
 
 export class Watcher {
   /**
@@ -19,13 +25,18 @@ export class Watcher {
     this.onEvent = undefined;
     /** @type {string | undefined} why the socket closed, if it did */
     this.closed = undefined;
+    /** Events received since the socket opened (what `ack` counts). */
+    this.events = 0;
     this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
     this.ready = new Promise((resolve, reject) => {
       this.ws.on("message", (data) => {
         const at = performance.now();
         const msg = JSON.parse(data.toString());
         if (msg.type === "ready") resolve(msg);
-        else if (msg.type === "event") this.onEvent?.(msg, at);
+        else if (msg.type === "event") {
+          this.onEvent?.(msg, at);
+          if (++this.events % ACK_EVERY === 0) this.ws.send(JSON.stringify({ type: "ack", count: this.events }));
+        }
       });
       this.ws.on("unexpected-response", (_req, res) => reject(new Error(`watch refused: HTTP ${res.statusCode}`)));
       this.ws.on("error", reject);
