@@ -1,0 +1,179 @@
+/**
+ * `shiftlock claims …` and `shiftlock generations …`: one command per ClaimsBackend call.
+ * Thin: arguments map to the request, the answer is printed as is.
+ */
+import { UsageError } from "./args.ts";
+import type { CommandContext } from "./context.ts";
+import { print } from "./output.ts";
+import { GENERATION_STATES, type GenerationState } from "../protocol/generations.ts";
+
+function one(ctx: CommandContext, what: string): string {
+  const [value, ...rest] = ctx.args;
+  if (value === undefined) throw new UsageError(`${what} is required`);
+  if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+  return value;
+}
+
+export async function claimsCommand(sub: string, ctx: CommandContext): Promise<void> {
+  const f = ctx.flags;
+  const opts = { signal: ctx.signal };
+  switch (sub) {
+    case "get": {
+      const claim = one(ctx, "claim name");
+      f.done();
+      print(ctx.p, { claim: await (await ctx.claims()).getClaim(claim, opts) });
+      return;
+    }
+    case "acquire": {
+      const claimName = one(ctx, "claim name");
+      const req = {
+        claimName,
+        generationId: f.required("generation"),
+        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        allowEmptyOnly: f.bool("allow-empty-only"),
+        ...withOp(f.string("operation-id")),
+      };
+      f.done();
+      print(ctx.p, { claim: await (await ctx.claims()).acquireClaim(req, opts) });
+      return;
+    }
+    case "renew": {
+      const claimName = one(ctx, "claim name");
+      const req = {
+        claimName,
+        generationId: f.required("generation"),
+        token: f.requiredCounter("fencing-token"),
+        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        ...withOp(f.string("operation-id")),
+      };
+      f.done();
+      print(ctx.p, { claim: await (await ctx.claims()).renewClaim(req, opts) });
+      return;
+    }
+    case "release": {
+      const claimName = one(ctx, "claim name");
+      const req = {
+        claimName,
+        generationId: f.required("generation"),
+        token: f.requiredCounter("fencing-token"),
+        ...withOp(f.string("operation-id")),
+      };
+      f.done();
+      print(ctx.p, { claim: await (await ctx.claims()).releaseClaim(req, opts) });
+      return;
+    }
+    case "watch": {
+      const claim = one(ctx, "claim name");
+      const afterVersion = f.counter("after-version");
+      f.done();
+      const watch = (await ctx.claims()).watchClaim(claim, {
+        signal: ctx.signal,
+        ...(afterVersion === undefined ? {} : { afterVersion }),
+      });
+      try {
+        for await (const item of watch) {
+          if (ctx.p.json) print(ctx.p, item);
+          else if (item.type === "snapshot") {
+            ctx.p.out(`snapshot${item.truncated ? " (truncated history)" : ""}: ${describe(item.claim)}`);
+          } else {
+            ctx.p.out(`${new Date(item.timeMs).toISOString()} ${item.reason}: ${describe(item.claim)}`);
+          }
+        }
+      } catch (err) {
+        if (!ctx.signal.aborted) throw err;
+      } finally {
+        watch.close();
+      }
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command: claims ${sub}`);
+  }
+}
+
+export async function transferCommand(sub: string, ctx: CommandContext): Promise<void> {
+  const f = ctx.flags;
+  const opts = { signal: ctx.signal };
+  const claimName = one(ctx, "claim name");
+  const base = { claimName, fromGeneration: f.required("from"), toGeneration: f.required("to") };
+  const backend = async () => ctx.claims();
+  switch (sub) {
+    case "prepare": {
+      const req = {
+        ...base,
+        token: f.requiredCounter("fencing-token"),
+        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        ...withOp(f.string("operation-id")),
+      };
+      f.done();
+      print(ctx.p, { claim: await (await backend()).prepareTransfer(req, opts) });
+      return;
+    }
+    case "commit": {
+      const req = {
+        ...base,
+        expectedToken: f.requiredCounter("expected-token"),
+        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        ...withOp(f.string("operation-id")),
+      };
+      f.done();
+      print(ctx.p, { claim: await (await backend()).commitTransfer(req, opts) });
+      return;
+    }
+    case "abort": {
+      const req = { ...base, expectedToken: f.requiredCounter("expected-token"), ...withOp(f.string("operation-id")) };
+      f.done();
+      print(ctx.p, { claim: await (await backend()).abortTransfer(req, opts) });
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command: claims transfer ${sub}`);
+  }
+}
+
+export async function generationsCommand(sub: string, ctx: CommandContext): Promise<void> {
+  const f = ctx.flags;
+  const opts = { signal: ctx.signal };
+  switch (sub) {
+    case "register": {
+      const id = one(ctx, "generation id");
+      const req = { id, service: f.required("service"), instanceId: f.required("instance") };
+      f.done();
+      print(ctx.p, { generation: await (await ctx.claims()).registerGeneration(req, opts) });
+      return;
+    }
+    case "get": {
+      const id = one(ctx, "generation id");
+      f.done();
+      print(ctx.p, { generation: await (await ctx.claims()).getGeneration(id, opts) });
+      return;
+    }
+    case "set-state": {
+      const [id, state, ...rest] = ctx.args;
+      if (id === undefined || state === undefined) throw new UsageError("usage: generations set-state <id> <state>");
+      if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+      if (!(GENERATION_STATES as readonly string[]).includes(state)) {
+        throw new UsageError(`state must be one of ${GENERATION_STATES.join(", ")}`);
+      }
+      const reason = f.string("reason");
+      f.done();
+      const req = { id, state: state as GenerationState, ...(reason === undefined ? {} : { reason }) };
+      print(ctx.p, { generation: await (await ctx.claims()).updateGeneration(req, opts) });
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command: generations ${sub}`);
+  }
+}
+
+function withOp(operationId: string | undefined): { operationId?: string } {
+  return operationId === undefined ? {} : { operationId };
+}
+
+function describe(
+  claim: { ownerGeneration: string; fencingToken: bigint; phase: string; version: bigint } | null,
+): string {
+  if (claim === null) return "absent";
+  const owner = claim.ownerGeneration === "" ? "-" : claim.ownerGeneration;
+  return `phase=${claim.phase} owner=${owner} token=${claim.fencingToken} version=${claim.version}`;
+}

@@ -1,0 +1,146 @@
+/**
+ * `shiftlock`: the command-line tool, a thin layer over the TypeScript client.
+ *
+ * Guarantees: `main(argv, io)` never exits the process and never throws; it prints to
+ * `io` and returns the exit status (0 ok, 1 refused by the service, 2 usage mistake,
+ * 3 service unreachable or failing). `--json` makes every output line one JSON object.
+ * Connection settings come from flags, else `SHIFTLOCK_URL`, `SHIFTLOCK_TOKEN`,
+ * `SHIFTLOCK_NAMESPACE`, else `http://127.0.0.1:8787`, no token, namespace `default`.
+ */
+import type { ClaimsBackend } from "../client/claims-backend.ts";
+import type { Coordinator } from "../client/coord-types.ts";
+import type { WebSocketConstructor } from "../client/claim-watch-socket.ts";
+import { Flags, parseArgs, UsageError } from "./args.ts";
+import { claimsCommand, generationsCommand, transferCommand } from "./claims-commands.ts";
+import { coordCommand } from "./coord-commands.ts";
+import { DEFAULT_NAMESPACE, DEFAULT_URL, type CliIo, type CommandContext } from "./context.ts";
+import { printError, type Printer } from "./output.ts";
+
+export type { CliIo };
+
+export const USAGE = `shiftlock — leases and fencing tokens on Cloudflare Durable Objects
+
+usage: shiftlock <command> [arguments] [flags]
+
+claims
+  claims get <claim>
+  claims watch <claim> [--after-version N]                     stream until Ctrl-C
+  claims acquire <claim> --generation G [--ttl-ms 15000] [--allow-empty-only]
+  claims renew <claim> --generation G --fencing-token T [--ttl-ms 15000]
+  claims release <claim> --generation G --fencing-token T
+  claims transfer prepare <claim> --from G --to G2 --fencing-token T [--ttl-ms 15000]
+  claims transfer commit <claim> --from G --to G2 --expected-token T [--ttl-ms 15000]
+  claims transfer abort <claim> --from G --to G2 --expected-token T
+  (every mutation also takes --operation-id ID: a retry with the same id is applied once)
+
+generations
+  generations register <id> --service S --instance I
+  generations get <id>
+  generations set-state <id> <state> [--reason TEXT]
+
+coord (scope: --volume V [--store S] [--key K] [--participant P])
+  coord capability | snapshot
+  coord watch [--after-generation N]                            stream until Ctrl-C
+  coord lease [--ttl-ms 15000] [--wait-ms MS]                   hold with keepalive until Ctrl-C, then release
+  coord publish [--root JSON] [--generation N] [--expected-generation N] [--key-prefix BASE64] [--wait-ms MS]
+
+global flags
+  --url URL          SHIFTLOCK_URL        (default ${DEFAULT_URL})
+  --token TOKEN      SHIFTLOCK_TOKEN
+  --namespace NS     SHIFTLOCK_NAMESPACE  (default ${DEFAULT_NAMESPACE})
+  --json             one JSON object per output line; errors as the JSON envelope on stderr
+  --help
+
+exit status: 0 ok, 1 refused by the service (the message names the code), 2 usage, 3 unreachable/failing
+`;
+
+/** Run one command line. Never throws; returns the exit status. */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  let json = argv.includes("--json");
+  const p: Printer = {
+    get json() {
+      return json;
+    },
+    out: (line) => io.stdout(`${line}\n`),
+    err: (line) => io.stderr(`${line}\n`),
+  };
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort(io.signal?.reason);
+  io.signal?.addEventListener("abort", onAbort, { once: true });
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    const parsed = parseArgs(argv);
+    json = parsed.flags.get("json") === true;
+    const words = parsed.words;
+    if (parsed.flags.get("help") === true || words.length === 0) {
+      io.stdout(USAGE);
+      return words.length === 0 && parsed.flags.get("help") !== true ? 2 : 0;
+    }
+    const flags = new Flags(parsed);
+    const conn = {
+      baseUrl: flags.string("url") ?? io.env["SHIFTLOCK_URL"] ?? DEFAULT_URL,
+      token: flags.string("token") ?? io.env["SHIFTLOCK_TOKEN"] ?? "",
+      namespace: flags.string("namespace") ?? io.env["SHIFTLOCK_NAMESPACE"] ?? DEFAULT_NAMESPACE,
+      ...(io.fetch === undefined ? {} : { fetch: io.fetch }),
+    };
+    let claims: ClaimsBackend | undefined = io.claims;
+    let coordinator: Coordinator | undefined = io.coordinator;
+    const ctx = (args: string[]): CommandContext => ({
+      p,
+      flags,
+      args,
+      signal: stop.signal,
+      async claims() {
+        if (claims === undefined) {
+          const { HttpClaimsBackend } = await import("../client/http-claims-backend.ts");
+          const WebSocket = await webSocket(io);
+          const backend = new HttpClaimsBackend({ ...conn, ...(WebSocket === undefined ? {} : { WebSocket }) });
+          closers.push(() => backend.close());
+          claims = backend;
+        }
+        return claims;
+      },
+      async coordinator() {
+        if (coordinator === undefined) {
+          const { HttpCoordinator } = await import("../client/coord-http.ts");
+          const WebSocket = await webSocket(io);
+          coordinator = new HttpCoordinator({ ...conn, ...(WebSocket === undefined ? {} : { WebSocket }) });
+        }
+        return coordinator;
+      },
+    });
+    const [group, sub, ...rest] = words;
+    if (sub === undefined) throw new UsageError(`${group} needs a command`);
+    if (group === "claims" && sub === "transfer") {
+      const [step, ...args] = rest;
+      if (step === undefined) throw new UsageError("claims transfer needs prepare, commit or abort");
+      await transferCommand(step, ctx(args));
+    } else if (group === "claims") {
+      await claimsCommand(sub, ctx(rest));
+    } else if (group === "generations") {
+      await generationsCommand(sub, ctx(rest));
+    } else if (group === "coord") {
+      await coordCommand(sub, ctx(rest));
+    } else {
+      throw new UsageError(`unknown command ${JSON.stringify(group)}`);
+    }
+    return 0;
+  } catch (err) {
+    return printError(p, err);
+  } finally {
+    io.signal?.removeEventListener("abort", onAbort);
+    for (const close of closers) await close().catch(() => undefined);
+  }
+}
+
+/** The injected WebSocket, the global one (Node ≥ 22, browsers), or the `ws` package. */
+async function webSocket(io: CliIo): Promise<WebSocketConstructor | undefined> {
+  if (io.WebSocket !== undefined) return io.WebSocket;
+  if (typeof globalThis.WebSocket === "function") return undefined;
+  try {
+    const mod = (await import("ws")) as { default: unknown };
+    return mod.default as WebSocketConstructor;
+  } catch {
+    return undefined; // watches then fail with a clear error from the client
+  }
+}
