@@ -99,10 +99,11 @@ export class SocketCoordWatch implements CoordWatch {
 
   private shutdown(): void {
     if (this.stop.signal.aborted) return;
-    this.stop.abort();
-    if (!this.isReady) this.rejectReady(new ShiftlockError("invalid_request", "watch closed before it was ready"));
+    // Take the socket before aborting: the session's abort handler forgets it.
     const socket = this.socket;
     this.socket = undefined;
+    this.stop.abort();
+    if (!this.isReady) this.rejectReady(new ShiftlockError("invalid_request", "watch closed before it was ready"));
     if (socket !== undefined) closeQuietly(socket);
     this.options.onEnd?.();
   }
@@ -111,10 +112,16 @@ export class SocketCoordWatch implements CoordWatch {
     const initialAttempts = this.options.initialAttempts ?? 3;
     let failures = 0;
     while (!this.stop.signal.aborted) {
+      const startedAtMs = this.options.clock.nowMs();
       const becameReady = await this.session();
       if (this.stop.signal.aborted) return;
-      if (becameReady) {
+      // A connection that was ready for a while resumes at once; one that keeps dropping
+      // right after ready backs off like a failure (no hot reconnect loop).
+      const healthy = becameReady && this.options.clock.nowMs() - startedAtMs >= this.options.reconnectMinMs;
+      if (healthy) {
         failures = 0;
+      } else if (becameReady) {
+        failures++;
       } else {
         failures++;
         try {
@@ -140,7 +147,8 @@ export class SocketCoordWatch implements CoordWatch {
         this.options.reconnectMinMs * 2 ** Math.max(0, failures - 1),
       );
       // Jitter spreads the reconnects of many watchers after a server restart.
-      const delay = becameReady ? 0 : ceiling / 2 + Math.random() * (ceiling / 2);
+      if (healthy) continue;
+      const delay = ceiling / 2 + Math.random() * (ceiling / 2);
       try {
         await this.options.clock.sleep(delay, this.stop.signal);
       } catch {
