@@ -9,6 +9,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { ShiftlockError } from "../protocol/errors.ts";
+import { invalidFromZod } from "../protocol/zod-invalid.ts";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -41,16 +42,6 @@ export async function readBodyText(request: Request): Promise<string> {
   } catch {
     throw new ShiftlockError("invalid_request", "body is not valid UTF-8", { field: "body" });
   }
-}
-
-/** Turn a zod failure into `invalid_request` naming the field. */
-export function invalidFromZod(error: z.ZodError, fallbackField: string): ShiftlockError {
-  const issue = error.issues[0];
-  const path = issue?.path.map(String).join(".") ?? "";
-  const unknownKeys = issue?.code === "unrecognized_keys" ? issue.keys : undefined;
-  const field = unknownKeys?.[0] ?? (path === "" ? fallbackField : path);
-  const message = unknownKeys !== undefined ? `unknown field "${field}"` : `${field}: ${issue?.message ?? "invalid"}`;
-  return new ShiftlockError("invalid_request", message, { field });
 }
 
 /** Parse and validate a JSON body. An empty body is treated as `{}`. */
