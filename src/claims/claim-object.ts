@@ -82,16 +82,23 @@ export function toCommand(request: ClaimRequest): ClaimCommand {
 /** Internal query parameters of the watch upgrade the router forwards. */
 export const WATCH_PARAMS = { name: "name", afterVersion: "afterVersion", subprotocol: "subprotocol" } as const;
 
+/** Watcher cap when `MAX_WATCHERS_PER_OBJECT` is unset or not a positive integer. */
+export const DEFAULT_MAX_WATCHERS = 2000;
+
 export class ClaimObject extends DurableObject<Env> {
   private readonly store: ClaimStore;
   private readonly watchers: ClaimWatchers;
   /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
   clock: Clock = systemClock;
+  /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
+  maxWatchers: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new ClaimStore(ctx.storage);
     this.watchers = new ClaimWatchers(ctx, this.store);
+    const configured = Number.parseInt(env.MAX_WATCHERS_PER_OBJECT, 10);
+    this.maxWatchers = Number.isSafeInteger(configured) && configured > 0 ? configured : DEFAULT_MAX_WATCHERS;
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     void ctx.blockConcurrencyWhile(() => {
       this.store.migrate();
@@ -134,8 +141,7 @@ export class ClaimObject extends DurableObject<Env> {
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || name === "" || afterVersion === null) {
       return watchRefusal(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
     }
-    const max = Number.parseInt(this.env.MAX_WATCHERS_PER_OBJECT, 10);
-    if (Number.isFinite(max) && this.watchers.count() >= max) {
+    if (this.watchers.count() >= this.maxWatchers) {
       return watchRefusal(
         429,
         errorEnvelope("rate_limited", "too many watchers on this claim", { retryAfterMs: 1000 }),

@@ -1,7 +1,11 @@
-/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument -- JSON bodies under test are inspected loosely. */
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies under test are inspected loosely. */
 // Shared helpers for the claims worker tests: authenticated requests against the Worker
 // entry (`exports.default.fetch`), unique names, and a WebSocket message collector.
-import { exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import type { ClaimResponse } from "../../src/protocol/claims.ts";
+import { objectName } from "../../src/http/object-names.ts";
 
 export const WRITE = "test-write-all";
 export const READ = "test-read-all";
@@ -40,18 +44,20 @@ export async function call(
 export const post = (url: string, body?: unknown, token: string | null = WRITE) => call("POST", url, body, token);
 export const get = (url: string, token: string | null = WRITE) => call("GET", url, undefined, token);
 
-/** Open a watch socket through the router and collect its messages. */
-export async function openWatch(
-  ns: string,
-  claim: string,
-  query = "",
-  token = READ,
-): Promise<{
+export interface Watch {
   ws: WebSocket;
+  /** Every message received so far, parsed. */
   messages: any[];
   closed: Promise<{ code: number; reason: string }>;
+  /** The next unread message (waits for it). */
   next: () => Promise<any>;
-}> {
+  /** Wait until `predicate(messages)` holds (re-checked on every message or close). */
+  until: (predicate: (messages: any[]) => boolean) => Promise<void>;
+  response: Response;
+}
+
+/** Open a watch socket through the router and collect its messages. */
+export async function openWatch(ns: string, claim: string, query = "", token = READ): Promise<Watch> {
   const res = await exports.default.fetch(claimUrl(ns, claim, `/watch${query}`), {
     headers: { Upgrade: "websocket", Authorization: `Bearer ${token}` },
   });
@@ -73,11 +79,45 @@ export async function openWatch(
       for (const w of waiters.splice(0)) w();
     });
   });
-  const next = async (): Promise<any> => {
-    while (messages.length <= read) {
+  let isClosed = false;
+  void closed.then(() => (isClosed = true));
+  const until = async (predicate: (messages: any[]) => boolean): Promise<void> => {
+    while (!predicate(messages)) {
+      if (isClosed) throw new Error(`socket closed while waiting; got ${messages.length} messages`);
       await new Promise<void>((resolve) => waiters.push(resolve));
     }
+  };
+  const next = async (): Promise<any> => {
+    await until((m) => m.length > read);
     return messages[read++];
   };
-  return { ws, messages, closed, next };
+  return { ws, messages, closed, next, until, response: res };
+}
+
+/** The claim's Durable Object stub, named exactly as the router names it. */
+export function claimStub(ns: string, claim: string): DurableObjectStub<ClaimObject> {
+  return env.CLAIMS.getByName(objectName(ns, "claim", claim));
+}
+
+/**
+ * Produce `cycles` acquire+release pairs (two events each) directly on the object, fast.
+ * Returns the last version written.
+ */
+export async function churn(stub: DurableObjectStub<ClaimObject>, claim: string, cycles: number): Promise<bigint> {
+  return runInDurableObject(stub, async (instance) => {
+    let version = 0n;
+    for (let i = 0; i < cycles; i++) {
+      const a = await instance.command(claim, { route: "acquire", body: { generationId: "churn", ttlMs: 60_000 } });
+      const token = BigInt((a.body as ClaimResponse).claim.fencingToken);
+      const r = await instance.command(claim, { route: "release", body: { generationId: "churn", token } });
+      if (r.status !== 200) throw new Error(`churn release failed: ${JSON.stringify(r.body)}`);
+      version = BigInt((r.body as ClaimResponse).claim.version);
+    }
+    return version;
+  });
+}
+
+/** Delete any alarm the object scheduled (tests leave no alarms behind). */
+export async function clearAlarm(stub: DurableObjectStub<ClaimObject>): Promise<void> {
+  await runInDurableObject(stub, (_instance, state) => state.storage.deleteAlarm());
 }
