@@ -22,12 +22,15 @@ export const strictPathEncoding: MiddlewareHandler = async (c, next) => {
   await next();
 };
 
-/** The decoded, validated name in path parameter `key`. */
 /** Anything with Hono's `req.param` (any route's context). */
 export interface HasParams {
   req: { param(key: string): string | undefined };
 }
 
+/**
+ * The decoded, validated name in path parameter `key`; `invalid_request` with
+ * `error.field = key` when it breaks the name rules.
+ */
 export function nameParam(c: HasParams, key: string): string {
   const value = c.req.param(key) ?? "";
   const problem = nameProblem(value);
