@@ -36,6 +36,9 @@ export const SCOPE_WATCH_PARAMS = {
   subprotocol: "subprotocol",
 } as const;
 
+/** Cancelled waiter ids remembered, so a cancel that overtakes its acquire still wins. */
+const CANCELLED_REMEMBERED = 1024;
+
 /** The acquire request as the router hands it over (validated, defaults applied). */
 export interface AcquireRequest {
   participantId: string;
@@ -49,6 +52,8 @@ export class ScopeObject extends DurableObject<Env> {
   private readonly store: ScopeStore;
   private readonly watchers: ScopeWatchers;
   private readonly waiters = new PendingWaiters();
+  /** Recently cancelled waiter ids, oldest first (bounded; this instance only). */
+  private readonly cancelled = new Set<string>();
   /** The scope's state, including the in-memory waiter queue; loaded on first use. */
   private state: ScopeState | undefined;
   /** The alarm time last set by this instance (avoids rewriting an unchanged alarm). */
@@ -82,6 +87,14 @@ export class ScopeObject extends DurableObject<Env> {
 
   /** Try (waitMs 0) or wait up to `waitMs` for the lease. Resolves with 201 or 409. */
   async acquire(scope: ScopeId, request: AcquireRequest): Promise<WireResponse> {
+    if (this.cancelled.has(request.waiterId)) return leaseHeldResponse("wait cancelled");
+    const current = this.state ?? this.store.load(scope);
+    if (this.waiters.has(request.waiterId) || current.holder?.waiterId === request.waiterId) {
+      return scopeResultToResponse({
+        ok: false,
+        refusal: { code: "invalid_request", message: "waiterId is already in use", details: { field: "waiterId" } },
+      });
+    }
     const step = this.decide(scope, {
       kind: "acquire",
       participantId: request.participantId,
@@ -105,8 +118,7 @@ export class ScopeObject extends DurableObject<Env> {
    * no longer receive. Idempotent; always 204.
    */
   async cancelWait(scope: ScopeId, waiterId: string): Promise<WireResponse> {
-    this.decide(scope, { kind: "cancelWait", waiterId });
-    this.waiters.settle(waiterId, leaseHeldResponse("wait cancelled"));
+    this.cancelWaitNow(scope, waiterId);
     await this.armAlarm();
     return { status: 204, body: null };
   }
@@ -130,9 +142,15 @@ export class ScopeObject extends DurableObject<Env> {
     });
   }
 
-  /** Always 204: releasing an unknown, expired or already released lease is a no-op. */
-  async release(scope: ScopeId, leaseId: string): Promise<WireResponse> {
-    await this.simple(scope, { kind: "release", leaseId });
+  /**
+   * Always 204: releasing an unknown, expired or already released lease is a no-op. An id
+   * that is not the current lease may be a client-chosen `waiterId`: the wait is cancelled
+   * (or its undelivered grant given back), and an acquire arriving later with it is refused.
+   */
+  async release(scope: ScopeId, id: string): Promise<WireResponse> {
+    const step = this.decide(scope, { kind: "release", leaseId: id });
+    if (step.result.ok && step.result.kind === "released" && !step.result.released) this.cancelWaitNow(scope, id);
+    await this.armAlarm();
     return { status: 204, body: null };
   }
 
@@ -190,6 +208,19 @@ export class ScopeObject extends DurableObject<Env> {
 
   override webSocketError(ws: WebSocket, _error: unknown): void {
     closeQuietly(ws, 1000, "error");
+  }
+
+  /** Leave the queue (or give back an undelivered grant), answer the waiter, remember the id. */
+  private cancelWaitNow(scope: ScopeId, waiterId: string): void {
+    this.decide(scope, { kind: "cancelWait", waiterId });
+    this.waiters.settle(waiterId, leaseHeldResponse("wait cancelled"));
+    // A cancel can overtake its own acquire (the client gave up at once): refuse it on arrival.
+    this.cancelled.delete(waiterId);
+    this.cancelled.add(waiterId);
+    if (this.cancelled.size > CANCELLED_REMEMBERED) {
+      const oldest = this.cancelled.values().next();
+      if (oldest.done !== true) this.cancelled.delete(oldest.value);
+    }
   }
 
   /** Decide, then re-arm, for commands answered at once. */

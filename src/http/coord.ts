@@ -79,7 +79,7 @@ scopeRoutes.post("/leases", async (c) => {
   const { scope, stub } = scopeOf(c);
   const body = await jsonBody(c, acquireBodySchema);
   const waitMs = body.waitMs ?? 0;
-  const waiterId = crypto.randomUUID();
+  const waiterId = body.waiterId ?? crypto.randomUUID();
   const request = { participantId: body.participantId, ttlMs: body.ttlMs ?? DEFAULT_LEASE_TTL_MS, waitMs, waiterId };
   if (waitMs === 0) return send(c, await stub.acquire(scope, request));
   // The object holds a waiting request open. If our client goes away, tell the object so

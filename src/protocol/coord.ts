@@ -74,11 +74,18 @@ export const rootSchema = z.unknown().superRefine((value, ctx) => {
 // ---------------------------------------------------------------------------------------
 // Requests
 
-/** `POST {scope}/leases`. `waitMs` 0 or absent = try once. */
+/**
+ * `POST {scope}/leases`. `waitMs` 0 or absent = try once. `waiterId` (optional, an
+ * extension to SPEC §4) names this wait with a client-chosen unguessable id
+ * (`crypto.randomUUID()`): `DELETE {scope}/leases/{waiterId}` then cancels the wait, or gives
+ * back the lease if it was granted while the caller was leaving. Clients should send it
+ * whenever `waitMs > 0`, because not every proxy reports a client's disconnect to the server.
+ */
 export const acquireBodySchema = z.strictObject({
   participantId: nameSchema,
   ttlMs: ttlMsSchema.optional(),
   waitMs: durationMsSchema.optional(),
+  waiterId: nameSchema.optional(),
 });
 export type AcquireBody = z.output<typeof acquireBodySchema>;
 

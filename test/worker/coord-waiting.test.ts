@@ -106,6 +106,46 @@ describe("waiting", () => {
   });
 });
 
+describe("client-named waits (waiterId)", () => {
+  it("DELETE {scope}/leases/{waiterId} cancels a queued wait, and refuses the id afterwards", async () => {
+    const scope = uniqueScope();
+    const a = await acquire(scope, "a");
+    const waiterId = crypto.randomUUID();
+    const b = post(`${scope.url}/leases`, { participantId: "b", waitMs: 60_000, waiterId });
+    await queued(scope, 1);
+    expect((await del(`${scope.url}/leases/${waiterId}`)).status).toBe(204);
+    const res = await b;
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe("lease_held");
+    await queued(scope, 0);
+    // A cancel that overtook its acquire still wins.
+    const late = await post(`${scope.url}/leases`, { participantId: "b", waitMs: 60_000, waiterId });
+    expect(late.status).toBe(409);
+    await queued(scope, 0);
+    await del(`${scope.url}/leases/${a.leaseId}`);
+    expect((await acquire(scope, "c")).epoch).toBe("2");
+  });
+
+  it("DELETE by waiterId gives back a grant the caller never received; a waiterId in use is refused", async () => {
+    const scope = uniqueScope();
+    const a = await acquire(scope, "a");
+    const waiterId = crypto.randomUUID();
+    const b = post(`${scope.url}/leases`, { participantId: "b", waitMs: 60_000, waiterId });
+    await queued(scope, 1);
+    const dup = await post(`${scope.url}/leases`, { participantId: "x", waitMs: 60_000, waiterId });
+    expect(dup.status).toBe(400);
+    expect(dup.body.error).toMatchObject({ code: "invalid_request", field: "waiterId" });
+    await del(`${scope.url}/leases/${a.leaseId}`);
+    const granted = await b;
+    expect(granted.status).toBe(201);
+    expect((await del(`${scope.url}/leases/${waiterId}`)).status).toBe(204);
+    expect((await post(`${scope.url}/leases/${granted.body.lease.leaseId}/keepalive`, {})).status).toBe(410);
+    const c = await acquire(scope, "c");
+    expect(c.epoch).toBe("3");
+    await del(`${scope.url}/leases/${c.leaseId}`);
+  });
+});
+
 describe("expiry", () => {
   it("the alarm expires the lease like a release (unlocked, expired:true) and grants the next waiter", async () => {
     const scope = uniqueScope();
