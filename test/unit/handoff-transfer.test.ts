@@ -57,6 +57,13 @@ describe("handoff", () => {
     await flushMicrotasks(100);
     await waiting;
     expect(adopted).toBe(old.token + 1n);
+    // Adopted from the commit event itself, without an acquire round trip.
+    expect(r.events.find((e) => e.type === "claim.acquired" && e.generationId === "gen-b")).toMatchObject({
+      adopted: true,
+    });
+    await advanceBy(r.clock, 2_000);
+    expect((await r.backend.getClaim(claim)).ownerGeneration).toBe("gen-b");
+    expect(r.events.filter((e) => e.type === "claim.lost")).toEqual([]);
     await b.close();
   });
 

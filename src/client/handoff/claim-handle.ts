@@ -19,7 +19,7 @@
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
-import type { ClaimWatch } from "../claims-backend.ts";
+import type { ClaimWatch, ClaimWatchItem } from "../claims-backend.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease } from "./lease.ts";
@@ -40,11 +40,11 @@ export interface SessionContext {
   operationId(op: string, claim: string): string;
 }
 
-export interface AcquireOptions {
+export interface ClaimAcquireOptions {
   signal?: AbortSignal | undefined;
 }
 
-export interface WaitOptions extends AcquireOptions {
+export interface ClaimWaitOptions extends ClaimAcquireOptions {
   /** Wake on claim events (WebSocket watch) as well as polling; default true. */
   watch?: boolean;
 }
@@ -73,7 +73,7 @@ export class ClaimHandle {
    * One acquire attempt. Resolves with the lease, or rejects with `claim_held` when another
    * generation owns or reserves the claim.
    */
-  async tryAcquire(opts: AcquireOptions = {}): Promise<Lease> {
+  async tryAcquire(opts: ClaimAcquireOptions = {}): Promise<Lease> {
     const held = this.lease;
     if (held !== undefined) return held;
     this.session.assertCanAcquire();
@@ -113,19 +113,37 @@ export class ClaimHandle {
    * generation holds the claim or the service is unreachable. After a handoff commits the
    * claim to this generation, this adopts it with the committed token.
    */
-  async waitForOwnership(opts: WaitOptions = {}): Promise<Lease> {
+  async waitForOwnership(opts: ClaimWaitOptions = {}): Promise<Lease> {
     const { cfg } = this.session;
     const stop = anySignal(opts.signal, this.session.closedSignal);
     let wake: (() => void) | undefined;
-    const watch = opts.watch === false ? undefined : this.startWakeWatch(() => wake?.(), stop);
+    let committed: { record: ClaimRecord; deadlineMs: number } | undefined;
+    const onItem = (item: ClaimWatchItem): void => {
+      if (item.type === "event" && item.reason === "transfer_committed" && this.isMine(item.claim)) {
+        // The commit event itself proves ownership: adopt without another round trip. The
+        // remaining ttl is counted from the event's arrival; the first renew, sent at
+        // once, re-bases the deadline on a measured round trip.
+        committed = { record: item.claim, deadlineMs: cfg.clock.nowMs() + (item.claim.expiresAtMs - item.timeMs) };
+      }
+      wake?.();
+    };
+    const watch = opts.watch === false ? undefined : this.startWakeWatch(onItem, stop);
     try {
       for (;;) {
+        const held = this.lease;
+        if (held !== undefined) return held;
+        if (committed !== undefined) {
+          const { record, deadlineMs } = committed;
+          committed = undefined;
+          if (deadlineMs - cfg.safetyMarginMs > cfg.clock.nowMs()) return this.adopt(record, deadlineMs);
+        }
         try {
           return await this.tryAcquire({ signal: stop });
         } catch (err) {
           if (stop.aborted) throw this.stopReason(opts.signal);
           if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isTransient(err)) throw err;
         }
+        if (committed !== undefined) continue;
         const pause = new AbortController();
         const woken = new Promise<void>((resolve) => (wake = resolve));
         const slept = cfg.clock.sleep(cfg.acquireIntervalMs, AbortSignal.any([stop, pause.signal])).catch(() => {});
@@ -229,6 +247,9 @@ export class ClaimHandle {
         ? new ShiftlockError("invalid_state", "generation session is closed", { reason: "closed" })
         : new ShiftlockError("invalid_state", "acquire cancelled", { reason: "cancelled" });
     }
+    // Adopted meanwhile (commit event): keep that lease, it is the same ownership epoch.
+    const held = this.lease;
+    if (held !== undefined && held.token === record.fencingToken) return held;
     // The server's expiry is at least its receive time + ttl, which is after our send time + ttl.
     return this.install(record.fencingToken, sentAt + cfg.leaseTtlMs, false);
   }
@@ -378,26 +399,23 @@ export class ClaimHandle {
     }
   }
 
-  /** Watch the claim and call `wake` when it may have become acquirable (or ours). */
-  private startWakeWatch(wake: () => void, stop: AbortSignal): ClaimWatch | undefined {
+  private isMine(claim: ClaimRecord | null): boolean {
+    return claim !== null && claim.ownerGeneration === this.session.cfg.generationId && claim.phase === "owned";
+  }
+
+  /** Watch the claim and call `onItem` when it may have become acquirable (or ours). */
+  private startWakeWatch(onItem: (item: ClaimWatchItem) => void, stop: AbortSignal): ClaimWatch | undefined {
     let watch: ClaimWatch;
     try {
       watch = this.session.cfg.backend.watchClaim(this.name, { signal: stop });
     } catch {
       return undefined; // no watch support here: polling alone still works
     }
-    const me = this.session.cfg.generationId;
     void (async () => {
       try {
         for await (const item of watch) {
           const claim = item.claim;
-          if (
-            claim === null ||
-            claim.phase === "unowned" ||
-            (claim.ownerGeneration === me && claim.phase === "owned")
-          ) {
-            wake();
-          }
+          if (claim === null || claim.phase === "unowned" || this.isMine(claim)) onItem(item);
         }
       } catch {
         // A broken watch only costs latency: the poll continues.

@@ -5,7 +5,7 @@
  */
 export { GenerationSession, type CloseOptions } from "./session.ts";
 export type { GenerationSessionConfig } from "./config.ts";
-export { ClaimHandle, type AcquireOptions, type WaitOptions } from "./claim-handle.ts";
+export { ClaimHandle, type ClaimAcquireOptions, type ClaimWaitOptions } from "./claim-handle.ts";
 export { Lease } from "./lease.ts";
 export { DrainGroup } from "./drain-group.ts";
 export { Handoff, type HandoffStatus, type HandoffResult, type HandedOffClaim, type StepOptions } from "./handoff.ts";
