@@ -10,7 +10,7 @@
  * - Route modules validate input from the `protocol/` schemas before touching an object.
  */
 import { Hono } from "hono";
-import { authenticate, authorize, presentedToken } from "./auth.ts";
+import { authenticate, authorize, presentedToken, withEchoedSubprotocol } from "./auth.ts";
 import type { AppEnv } from "./app-env.ts";
 import { nameParam, strictPathEncoding } from "./params.ts";
 import { claimRoutes } from "./claims.ts";
@@ -52,12 +52,10 @@ app.use("/v1/*", async (c, next) => {
   c.set("grant", grant);
   await next();
   // Browsers fail a handshake that does not echo one of their subprotocols (SPEC §2).
-  const res = c.res;
-  if (presented.subprotocol !== undefined && res.status === 101 && !res.headers.has("Sec-WebSocket-Protocol")) {
-    const headers = new Headers(res.headers);
-    headers.set("Sec-WebSocket-Protocol", presented.subprotocol);
+  const echoed = withEchoedSubprotocol(c.res, presented.subprotocol);
+  if (echoed !== undefined) {
     c.res = undefined; // replace, not merge: Hono would rebuild the 101 without its socket
-    c.res = new Response(null, { status: 101, webSocket: res.webSocket, headers });
+    c.res = echoed;
   }
 });
 app.use("/v1/*", strictPathEncoding);

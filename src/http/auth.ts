@@ -143,6 +143,18 @@ export function presentedToken(headers: Headers): PresentedToken | undefined {
   return undefined;
 }
 
+/**
+ * The 101 response with `subprotocol` echoed in `Sec-WebSocket-Protocol`, or undefined when
+ * nothing needs changing (not an upgrade, no subprotocol token, or already echoed).
+ * Browsers fail a handshake that does not echo one of the subprotocols they offered.
+ */
+export function withEchoedSubprotocol(res: Response, subprotocol: string | undefined): Response | undefined {
+  if (subprotocol === undefined || res.status !== 101 || res.headers.has("Sec-WebSocket-Protocol")) return undefined;
+  const headers = new Headers(res.headers);
+  headers.set("Sec-WebSocket-Protocol", subprotocol);
+  return new Response(null, { status: 101, webSocket: res.webSocket, headers });
+}
+
 /** Find the grant of a presented token, comparing against every configured token. */
 export async function authenticate(config: string | undefined, token: string): Promise<Grant | undefined> {
   const tokens = await compileTokens(config);

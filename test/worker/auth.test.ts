@@ -3,6 +3,7 @@
 // authenticate a WebSocket with the `shiftlock.bearer.<token>` subprotocol.
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { withEchoedSubprotocol } from "../../src/http/auth.ts";
 
 // The first request loads the Worker module, which can take seconds on a busy machine.
 beforeAll(async () => {
@@ -156,5 +157,17 @@ describe("WebSocket subprotocol token", () => {
       "Sec-WebSocket-Protocol": "shiftlock.bearer.test-read-all",
     });
     await expectError(res, 401, "unauthorized");
+  });
+
+  it("echoes the subprotocol on a 101 that lacks it, keeping the socket", () => {
+    const pair = new WebSocketPair();
+    const res = new Response(null, { status: 101, webSocket: pair[0] });
+    const echoed = withEchoedSubprotocol(res, "shiftlock.bearer.tok");
+    expect(echoed?.status).toBe(101);
+    expect(echoed?.webSocket).toBe(pair[0]);
+    expect(echoed?.headers.get("Sec-WebSocket-Protocol")).toBe("shiftlock.bearer.tok");
+    expect(withEchoedSubprotocol(echoed!, "shiftlock.bearer.tok")).toBeUndefined();
+    expect(withEchoedSubprotocol(res, undefined)).toBeUndefined();
+    expect(withEchoedSubprotocol(new Response("x"), "shiftlock.bearer.tok")).toBeUndefined();
   });
 });
