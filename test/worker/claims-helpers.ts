@@ -121,3 +121,15 @@ export async function churn(stub: DurableObjectStub<ClaimObject>, claim: string,
 export async function clearAlarm(stub: DurableObjectStub<ClaimObject>): Promise<void> {
   await runInDurableObject(stub, (_instance, state) => state.storage.deleteAlarm());
 }
+
+const tracked: DurableObjectStub<ClaimObject>[] = [];
+
+/** Remember a claim whose alarm must be cleared after the test (see {@link clearTrackedAlarms}). */
+export function track(ns: string, claim: string): void {
+  tracked.push(claimStub(ns, claim));
+}
+
+/** afterEach hook: delete the alarms of every tracked claim, so no test leaves one behind. */
+export async function clearTrackedAlarms(): Promise<void> {
+  for (const stub of tracked.splice(0)) await clearAlarm(stub);
+}

@@ -1,8 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument -- JSON bodies under test are inspected loosely. */
 // Every claim route over HTTP through the Worker entry: each success, each refusal code the
 // route can return, and bad input of every kind, which must change nothing.
-import { describe, expect, it } from "vitest";
-import { READ, WRITE, call, claimUrl, get, post, unique } from "./claims-helpers.ts";
+import { afterEach, describe, expect, it } from "vitest";
+import { READ, WRITE, call, claimUrl, get, post, unique, clearTrackedAlarms, track } from "./claims-helpers.ts";
 
 const TTL = 60_000;
 
@@ -10,6 +10,7 @@ const TTL = 60_000;
 function fresh() {
   const ns = unique("ns");
   const claim = unique();
+  track(ns, claim);
   return {
     ns,
     claim,
@@ -26,6 +27,8 @@ function expectError(res: { status: number; body: any }, status: number, code: s
 }
 
 describe("claim routes", { timeout: 60_000 }, () => {
+  afterEach(clearTrackedAlarms);
+
   describe("acquire", () => {
     it("creates the claim with token 1 and emits version 1", async () => {
       const c = fresh();
@@ -296,6 +299,7 @@ describe("claim routes", { timeout: 60_000 }, () => {
   describe("names", () => {
     it("a %2F inside a claim name is one name, distinct from a nested path", async () => {
       const ns = unique("ns");
+      track(ns, "a/b");
       const slashed = await post(claimUrl(ns, "a/b", "/acquire"), { generationId: "g1", ttlMs: TTL });
       expect(slashed.status).toBe(200);
       expect(slashed.body.claim.name).toBe("a/b");
@@ -306,6 +310,7 @@ describe("claim routes", { timeout: 60_000 }, () => {
     it("a 256-byte UTF-8 name is accepted, 257 bytes is not", async () => {
       const ns = unique("ns");
       const ok = "é".repeat(128); // 256 bytes
+      track(ns, ok);
       expect((await post(claimUrl(ns, ok, "/acquire"), { generationId: "g", ttlMs: TTL })).status).toBe(200);
       const res = await post(claimUrl(ns, ok + "x", "/acquire"), { generationId: "g", ttlMs: TTL });
       expectError(res, 400, "invalid_request");
@@ -432,6 +437,7 @@ describe("claim routes", { timeout: 60_000 }, () => {
 
     it("403 for a token of another namespace", async () => {
       const claim = unique();
+      track("alpha", claim);
       const body = { generationId: "g", ttlMs: TTL };
       expectError(await post(claimUrl("beta", claim, "/acquire"), body, "test-write-alpha"), 403, "forbidden");
       expectError(await get(claimUrl("beta", claim), "test-write-alpha"), 403, "forbidden");

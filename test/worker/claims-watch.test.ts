@@ -3,7 +3,7 @@
 // live order without gaps or duplicates, ping/pong, lag (4008), the watcher cap and auth.
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { EVENT_RETENTION } from "../../src/claims/store.ts";
 import { WATCH_MAX_UNACKED_EVENTS } from "../../src/claims/watch.ts";
 import {
@@ -17,6 +17,8 @@ import {
   post,
   unique,
   type Watch,
+  clearTrackedAlarms,
+  track,
 } from "./claims-helpers.ts";
 
 const TTL = 60_000;
@@ -24,6 +26,7 @@ const TTL = 60_000;
 function fresh() {
   const ns = unique("ns");
   const claim = unique();
+  track(ns, claim);
   return {
     ns,
     claim,
@@ -37,6 +40,8 @@ const events = (w: Watch) => w.messages.filter((m) => m.type === "event");
 const versions = (list: any[]) => list.map((m) => BigInt(m.claim.version));
 
 describe("claim watch", { timeout: 60_000 }, () => {
+  afterEach(clearTrackedAlarms);
+
   it("starts with a null snapshot for a claim never acquired, and creates nothing", async () => {
     const c = fresh();
     const w = await c.watch();
