@@ -208,7 +208,10 @@ function pathParameters(path: string): Json[] {
     name: m[1],
     in: "path",
     required: true,
-    description: `${NAME_DESCRIPTION}; percent-encoded (a "/" inside travels as %2F)`,
+    description:
+      m[1] === "leaseId"
+        ? "the leaseId an acquire returned; any other value is an unknown lease"
+        : `${NAME_DESCRIPTION}; percent-encoded (a "/" inside travels as %2F)`,
     schema: { type: "string", minLength: 1 },
   }));
 }
