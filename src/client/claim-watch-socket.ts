@@ -149,9 +149,10 @@ export class SocketClaimWatch implements ClaimWatch {
 
   private shutdown(): void {
     if (this.stop.signal.aborted) return;
-    this.stop.abort();
+    // Take the socket first: aborting `stop` ends the session, which forgets it.
     const socket = this.socket;
     this.socket = undefined;
+    this.stop.abort();
     if (socket !== undefined) closeQuietly(socket);
     this.options.onEnd?.();
   }

@@ -1,0 +1,200 @@
+/**
+ * HttpClaimsBackend over a fake `fetch`: what goes on the wire (paths, encoding, auth,
+ * counters as strings) and how answers come back (records as bigint, errors as the one
+ * ShiftlockError class, network failures, cancellation).
+ */
+import { describe, expect, it } from "vitest";
+import { HttpClaimsBackend } from "../../src/client/http-claims-backend.ts";
+import { isNetworkError, type FetchLike } from "../../src/client/http-transport.ts";
+import { claimToWire, type ClaimRecord } from "../../src/protocol/claims.ts";
+import { ShiftlockError, errorEnvelope } from "../../src/protocol/errors.ts";
+
+interface Call {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+}
+
+const record: ClaimRecord = {
+  name: "a/b c",
+  ownerGeneration: "g1",
+  fencingToken: 18_446_744_073_709_551_614n, // 2^64 - 2: beyond Number precision
+  phase: "owned",
+  acquiredAtMs: 1_000,
+  expiresAtMs: 16_000,
+  previousOwner: "",
+  pendingSuccessor: "",
+  drainStatus: "",
+  transferStatus: "",
+  lastHeartbeatMs: 1_000,
+  reason: "acquired",
+  version: 9_007_199_254_740_993n, // 2^53 + 1
+};
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+}
+
+/** A backend whose fetch records each call and answers with `answer`. */
+function backendWith(answer: (call: Call) => Response | Promise<Response>, namespace = "team/x") {
+  const calls: Call[] = [];
+  const fetch: FetchLike = async (input, init) => {
+    const call: Call = {
+      url: input,
+      method: init.method ?? "GET",
+      headers: init.headers as Record<string, string>,
+      body: init.body as string | undefined,
+    };
+    calls.push(call);
+    init.signal?.throwIfAborted();
+    return answer(call);
+  };
+  const backend = new HttpClaimsBackend({ baseUrl: "https://locks.example/", token: "s3cret", namespace, fetch });
+  return { backend, calls };
+}
+
+describe("HttpClaimsBackend requests", () => {
+  it("percent-encodes names, sends the bearer token and counters as decimal strings", async () => {
+    const { backend, calls } = backendWith(() => json(200, { claim: claimToWire(record) }));
+    await backend.renewClaim({
+      claimName: "a/b c",
+      generationId: "g1",
+      token: 18_446_744_073_709_551_614n,
+      ttlMs: 15_000,
+      operationId: "op-1",
+    });
+    expect(calls).toHaveLength(1);
+    const call = calls[0]!;
+    expect(call.url).toBe("https://locks.example/v1/ns/team%2Fx/claims/a%2Fb%20c/renew");
+    expect(call.method).toBe("POST");
+    expect(call.headers["Authorization"]).toBe("Bearer s3cret");
+    expect(call.headers["Content-Type"]).toBe("application/json");
+    expect(call.body).toBe('{"generationId":"g1","token":"18446744073709551614","ttlMs":15000,"operationId":"op-1"}');
+  });
+
+  it("routes every method to its SPEC path and leaves out absent optional fields", async () => {
+    const generation = {
+      id: "g",
+      service: "s",
+      instanceId: "i",
+      state: "standby",
+      startedAtMs: 1,
+      updatedAtMs: 2,
+      reason: "",
+    };
+    const { backend, calls } = backendWith((call) =>
+      call.url.includes("/generations") ? json(200, { generation }) : json(200, { claim: claimToWire(record) }),
+    );
+    const t = { claimName: "c", fromGeneration: "a", toGeneration: "b" };
+    await backend.acquireClaim({ claimName: "c", generationId: "a", ttlMs: 100 });
+    await backend.prepareTransfer({ ...t, token: 1n, ttlMs: 100 });
+    await backend.commitTransfer({ ...t, expectedToken: 1n, ttlMs: 100 });
+    await backend.abortTransfer({ ...t, expectedToken: 1n });
+    await backend.releaseClaim({ claimName: "c", generationId: "a", token: 0n });
+    await backend.getClaim("c");
+    await backend.registerGeneration({ id: "g", service: "s", instanceId: "i" });
+    await backend.updateGeneration({ id: "g/1", state: "standby" });
+    await backend.getGeneration("g");
+    expect(calls.map((c) => `${c.method} ${c.url.replace("https://locks.example/v1/ns/team%2Fx", "")}`)).toEqual([
+      "POST /claims/c/acquire",
+      "POST /claims/c/transfer/prepare",
+      "POST /claims/c/transfer/commit",
+      "POST /claims/c/transfer/abort",
+      "POST /claims/c/release",
+      "GET /claims/c",
+      "POST /generations",
+      "PATCH /generations/g%2F1",
+      "GET /generations/g",
+    ]);
+    expect(calls[0]!.body).toBe('{"generationId":"a","ttlMs":100}');
+    expect(calls[4]!.body).toBe('{"generationId":"a","token":"0"}');
+    expect(calls[5]!.body).toBeUndefined();
+    expect(calls[5]!.headers["Content-Type"]).toBeUndefined();
+    expect(calls[7]!.body).toBe('{"state":"standby"}');
+  });
+});
+
+describe("HttpClaimsBackend answers", () => {
+  it("decodes counters to bigint without losing precision", async () => {
+    const { backend } = backendWith(() => json(200, { claim: claimToWire(record) }));
+    expect(await backend.getClaim("a/b c")).toEqual(record);
+  });
+
+  it("rebuilds refusals as ShiftlockError with the server's code, status and details", async () => {
+    const { backend } = backendWith(() =>
+      json(409, errorEnvelope("claim_held", "held by g1", { claim: claimToWire(record) })),
+    );
+    const err = await backend.acquireClaim({ claimName: "c", generationId: "g2", ttlMs: 100 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ShiftlockError);
+    const e = err as ShiftlockError;
+    expect([e.code, e.status, e.message]).toEqual(["claim_held", 409, "held by g1"]);
+    expect(e.details["claim"]).toEqual(record); // decoded, bigint counters
+  });
+
+  it("keeps invalid_request's field and Retry-After of rate_limited", async () => {
+    const answers = [
+      json(400, errorEnvelope("invalid_request", "ttlMs: too small", { field: "ttlMs" })),
+      json(429, errorEnvelope("rate_limited"), { "Retry-After": "2" }),
+    ];
+    const { backend } = backendWith(() => answers.shift()!);
+    const bad = (await backend.getClaim("c").catch((e: unknown) => e)) as ShiftlockError;
+    expect([bad.code, bad.details["field"]]).toEqual(["invalid_request", "ttlMs"]);
+    const limited = (await backend.getClaim("c").catch((e: unknown) => e)) as ShiftlockError;
+    expect([limited.code, limited.details["retryAfterMs"]]).toEqual(["rate_limited", 2_000]);
+  });
+
+  it("maps a non-envelope answer (a proxy's 502 page) to internal, keeping the status", async () => {
+    const { backend } = backendWith(() => new Response("<html>Bad Gateway</html>", { status: 502 }));
+    const err = (await backend.getClaim("c").catch((e: unknown) => e)) as ShiftlockError;
+    expect(err.code).toBe("internal");
+    expect(err.details["status"]).toBe(502);
+  });
+
+  it("rejects a malformed success body with internal instead of returning garbage", async () => {
+    const { backend } = backendWith(() => json(200, { claim: { ...claimToWire(record), fencingToken: 5 } }));
+    const err = (await backend.getClaim("c").catch((e: unknown) => e)) as ShiftlockError;
+    expect(err.code).toBe("internal");
+  });
+
+  it("turns a network failure into internal with details.network and the cause", async () => {
+    const cause = new TypeError("fetch failed");
+    const { backend } = backendWith(() => Promise.reject(cause));
+    const err = await backend.getClaim("c").catch((e: unknown) => e);
+    expect(isNetworkError(err)).toBe(true);
+    expect((err as ShiftlockError).cause).toBe(cause);
+  });
+});
+
+describe("HttpClaimsBackend cancellation and lifecycle", () => {
+  it("an aborted signal rejects with its reason, before or during the request", async () => {
+    const { backend, calls } = backendWith(() => json(200, { claim: claimToWire(record) }));
+    const before = new AbortController();
+    const reason = new Error("gone");
+    before.abort(reason);
+    await expect(backend.getClaim("c", { signal: before.signal })).rejects.toBe(reason);
+    expect(calls).toHaveLength(0);
+
+    // During: a fetch that honours the signal rejects; the client surfaces the reason, not a network error.
+    const during = new AbortController();
+    const { backend: slow } = backendWith(
+      () =>
+        new Promise<Response>((_, reject) => {
+          during.signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError")));
+        }),
+    );
+    const pending = slow.getClaim("c", { signal: during.signal });
+    const why = new Error("timeout");
+    during.abort(why);
+    await expect(pending).rejects.toBe(why);
+  });
+
+  it("after close() every call is refused", async () => {
+    const { backend, calls } = backendWith(() => json(200, { claim: claimToWire(record) }));
+    await backend.close();
+    const err = (await backend.getClaim("c").catch((e: unknown) => e)) as ShiftlockError;
+    expect(err.code).toBe("invalid_request");
+    expect(() => backend.watchClaim("c")).toThrow(ShiftlockError);
+    expect(calls).toHaveLength(0);
+  });
+});
