@@ -1,0 +1,60 @@
+/**
+ * The demo's protected resource: a store that fences writes per claim with
+ * {@link FencingValidator} (accept iff token ≥ the highest seen) and keeps a log of every
+ * attempt, accepted or not, for the timeline and the invariant checks.
+ */
+import { FencingValidator } from "../src/client/index.ts";
+
+export interface WriteAttempt {
+  /** ms since the demo started (local clock). */
+  atMs: number;
+  claim: string;
+  generation: string;
+  token: bigint;
+  accepted: boolean;
+  /** Set when the write was sent deliberately by a fenced-out writer. */
+  stale?: boolean;
+}
+
+export class FencedResource {
+  private readonly fences = new Map<string, FencingValidator>();
+  readonly log: WriteAttempt[] = [];
+
+  constructor(private readonly now: () => number) {}
+
+  /** One write: accepted iff `token` is not older than the newest token this claim has seen. */
+  write(claim: string, generation: string, token: bigint, stale = false): boolean {
+    let fence = this.fences.get(claim);
+    if (fence === undefined) this.fences.set(claim, (fence = new FencingValidator()));
+    const accepted = fence.accept(token);
+    this.log.push({ atMs: this.now(), claim, generation, token, accepted, ...(stale ? { stale } : {}) });
+    return accepted;
+  }
+
+  /**
+   * The invariants a reader relies on, per claim: accepted writes carry non-decreasing
+   * tokens, every write older than the newest accepted token was rejected, and no write of
+   * the old generation was accepted after the new generation's first one.
+   */
+  violations(): string[] {
+    const problems: string[] = [];
+    const byClaim = new Map<string, WriteAttempt[]>();
+    for (const w of this.log) byClaim.set(w.claim, [...(byClaim.get(w.claim) ?? []), w]);
+    for (const [claim, writes] of byClaim) {
+      let highest = 0n;
+      let newGenerationSeen: string | undefined;
+      for (const w of writes) {
+        if (w.accepted && w.token < highest) problems.push(`${claim}: accepted token ${w.token} after ${highest}`);
+        if (!w.accepted && w.token >= highest && w.token !== 0n) {
+          problems.push(`${claim}: rejected a current token ${w.token}`);
+        }
+        if (w.accepted && w.token > highest && highest !== 0n) newGenerationSeen = w.generation;
+        if (w.accepted && newGenerationSeen !== undefined && w.generation !== newGenerationSeen) {
+          problems.push(`${claim}: ${w.generation} wrote after ${newGenerationSeen} took over`);
+        }
+        if (w.accepted && w.token > highest) highest = w.token;
+      }
+    }
+    return problems;
+  }
+}
