@@ -121,7 +121,11 @@ scopeRoutes.post("/leases/:leaseId/publish", async (c) => {
 scopeRoutes.delete("/leases/:leaseId", async (c) => {
   const { scope, stub } = scopeOf(c);
   const leaseId = leaseParam(c);
-  return send(c, await stub.release(scope, leaseId));
+  // Release completes whatever happens to our caller (SPEC §4): keep it alive past a disconnect.
+  const pending = stub.release(scope, leaseId);
+  const settled: Promise<unknown> = pending;
+  c.executionCtx.waitUntil(settled.then(noop, noop));
+  return send(c, await pending);
 });
 
 scopeRoutes.get("/watch", async (c) => {
