@@ -10,14 +10,15 @@
  * - `waitAcquireWriteLease`: the server queues the request first-come first-served. With
  *   `waitMs` it is one request (`lease_held` when it passes). Without it the client waits
  *   until `signal` aborts, re-queueing every `waitChunkMs` (default 60 s) and after network
- *   failures. Aborting closes the request, which takes the caller out of the queue.
+ *   failures. Each queued request carries a fresh `waiterId`; aborting (or a failed request)
+ *   sends `DELETE {scope}/leases/{waiterId}`, which takes the caller out of the queue — or
+ *   gives back a grant that crossed the abort — before the promise rejects.
  * - Leases keep themselves alive and detect loss (see `write-lease.ts`).
  * - `watch` resolves once the server registered it; it reconnects and resumes by itself
  *   (see `coord-watch-socket.ts`).
  *
  * Does not: retry publish (a publish whose answer was lost may have been applied — use
- * `expectedGeneration` to make a retry safe), or recover a lease granted in the instant a
- * wait was aborted (it expires after its ttl; nobody holds its id).
+ * `expectedGeneration` to make a retry safe).
  *
  * @example
  * import WebSocket from "ws"; // Node 20 only; browsers/Workers/Node 22 have a global one
@@ -176,8 +177,11 @@ export class HttpCoordinator implements Coordinator {
     for (let failures = 0; ;) {
       const now = this.clock.nowMs();
       const waitMs = giveUpAtMs === undefined ? chunkMs : Math.max(0, giveUpAtMs - now);
+      // Names this wait so that we can cancel it ourselves: not every proxy tells the
+      // server that a client went away (wrangler dev does not).
+      const waiterId = crypto.randomUUID();
       try {
-        const grant = await this.postLease(checked, ttlMs, waitMs, signal);
+        const grant = await this.postLease(checked, ttlMs, waitMs, signal, waiterId);
         const receivedAtMs = this.clock.nowMs();
         // The server started the ttl somewhere between send and receipt. A quick answer
         // keeps the safe bound (send time); after a real wait, count from receipt and
@@ -185,7 +189,11 @@ export class HttpCoordinator implements Coordinator {
         const quick = receivedAtMs - now <= margin;
         return this.lease(checked, grant, ttlMs, quick ? now : receivedAtMs, !quick, opts);
       } catch (err) {
-        signal?.throwIfAborted();
+        if (signal?.aborted === true) {
+          // Leave the queue (or give back a grant that crossed the abort) before reporting.
+          await this.cancelWait(checked, waiterId);
+          throw signal.reason;
+        }
         const outOfTime = giveUpAtMs !== undefined && this.clock.nowMs() >= giveUpAtMs;
         if (hasCode(err, "lease_held")) {
           if (giveUpAtMs !== undefined) throw err;
@@ -194,6 +202,8 @@ export class HttpCoordinator implements Coordinator {
         }
         const transient = isNetworkError(err) || (err instanceof ShiftlockError && err.status >= 500);
         if (!transient) throw err;
+        // The failed request may still be queued on the server: withdraw it before re-queueing.
+        await this.cancelWait(checked, waiterId);
         if (outOfTime)
           throw new ShiftlockError("lease_held", "write lease is held (waitMs passed)", {}, { cause: err });
         failures++;
@@ -209,11 +219,35 @@ export class HttpCoordinator implements Coordinator {
     ttlMs: number,
     waitMs: number | undefined,
     signal: AbortSignal | undefined,
+    waiterId?: string,
   ): Promise<LeaseGrant> {
     const body: Record<string, unknown> = { participantId: scope.participantId, ttlMs };
-    if (waitMs !== undefined && waitMs > 0) body["waitMs"] = waitMs;
+    if (waitMs !== undefined && waitMs > 0) {
+      body["waitMs"] = waitMs;
+      if (waiterId !== undefined) body["waiterId"] = waiterId;
+    }
     const res = await this.transport.request("POST", [...scopeSegments(scope), "leases"], body, signal);
     return decodeAcquireAnswer(res.body);
+  }
+
+  /**
+   * `DELETE {scope}/leases/{waiterId}`: cancel a named wait, or release the lease it was
+   * granted. Best effort, bounded by the release timeout, whatever the caller's signal.
+   */
+  private async cancelWait(scope: CheckedScope, waiterId: string): Promise<void> {
+    const bound = new AbortController();
+    const timer = this.clock.sleep(this.timing.releaseTimeoutMs ?? 5_000, bound.signal).then(
+      () => bound.abort(),
+      () => undefined,
+    );
+    try {
+      await this.transport.request("DELETE", [...scopeSegments(scope), "leases", waiterId], undefined, bound.signal);
+    } catch {
+      // The wait still ends on its own: at waitMs, or its grant expires after the ttl.
+    } finally {
+      bound.abort();
+      await timer;
+    }
   }
 
   private lease(

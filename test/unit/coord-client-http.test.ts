@@ -98,12 +98,13 @@ describe("HttpCoordinator requests", () => {
       hasCode(e, "lease_held"),
     );
     expect(calls).toHaveLength(1);
-    expect(calls[0]!.body).toEqual({ participantId: "p", ttlMs: 15_000, waitMs: 250 });
+    expect(calls[0]!.body).toEqual({ participantId: "p", ttlMs: 15_000, waitMs: 250, waiterId: expect.any(String) });
   });
 
-  it("an unbounded wait re-queues after each chunk and retries network failures until granted", async () => {
+  it("an unbounded wait re-queues after each chunk and retries failures, withdrawing each failed wait", async () => {
     let n = 0;
-    const { clock, calls, coord } = setup(() => {
+    const { clock, calls, coord } = setup((call) => {
+      if (call.method === "DELETE") return new Response(null, { status: 204 });
       n++;
       if (n === 1) return envelope(409, "lease_held");
       if (n === 2) throw new TypeError("fetch failed");
@@ -111,22 +112,29 @@ describe("HttpCoordinator requests", () => {
       return json(201, { lease: lease("3") });
     });
     const pending = coord.waitAcquireWriteLease(scope);
-    for (let i = 0; i < 100 && calls.length < 4; i++) {
+    for (let i = 0; i < 100 && n < 4; i++) {
       await flushMicrotasks();
       await clock.advance(100);
     }
     const held = await pending;
     expect(held.epoch).toBe(3n);
-    expect(calls.map((c) => (c.body as { waitMs?: number }).waitMs)).toEqual([60_000, 60_000, 60_000, 60_000]);
+    const posts = calls.filter((c) => c.method === "POST");
+    const bodies = posts.map((c) => c.body as { waitMs: number; waiterId: string });
+    expect(bodies.map((b) => b.waitMs)).toEqual([60_000, 60_000, 60_000, 60_000]);
+    expect(new Set(bodies.map((b) => b.waiterId)).size).toBe(4); // a fresh id per request
+    // The two failed requests (not the lease_held one) were withdrawn by their waiter id.
+    const deletes = calls.filter((c) => c.method === "DELETE").map((c) => c.url);
+    expect(deletes).toEqual([`${BASE}/leases/${bodies[1]!.waiterId}`, `${BASE}/leases/${bodies[2]!.waiterId}`]);
     await held.release({ signal: AbortSignal.abort() });
   });
 
-  it("aborting a wait aborts the request and rejects with the reason", async () => {
-    const { calls, coord } = setup(
-      (call) =>
-        new Promise<Response>((_, reject) =>
-          call.signal?.addEventListener("abort", () => reject(call.signal?.reason as Error)),
-        ),
+  it("aborting a wait aborts the request, withdraws the wait by its id, then rejects with the reason", async () => {
+    const { calls, coord } = setup((call) =>
+      call.method === "DELETE"
+        ? new Response(null, { status: 204 })
+        : new Promise<Response>((_, reject) =>
+            call.signal?.addEventListener("abort", () => reject(call.signal?.reason as Error)),
+          ),
     );
     const ctl = new AbortController();
     const pending = coord.waitAcquireWriteLease(scope, { signal: ctl.signal });
@@ -134,6 +142,9 @@ describe("HttpCoordinator requests", () => {
     ctl.abort(new Error("gone"));
     await expect(pending).rejects.toThrow("gone");
     expect(calls[0]!.signal?.aborted).toBe(true);
+    const waiterId = (calls[0]!.body as { waiterId: string }).waiterId;
+    expect(calls[1]).toMatchObject({ method: "DELETE", url: `${BASE}/leases/${waiterId}` });
+    expect(calls[1]!.signal).not.toBe(ctl.signal); // the cancel is not bound to the caller's signal
   });
 
   it("keyed snapshot is unsupported locally; server refusals keep their code", async () => {
