@@ -72,7 +72,11 @@ export class GenerationStore {
 
   /** The stored record, or undefined when none was ever registered here. */
   load(): GenerationRecord | undefined {
-    if (this.schemaVersion() === 0) return undefined;
+    const version = this.schemaVersion();
+    if (version === 0) return undefined;
+    if (version > GENERATION_SCHEMA_VERSION) {
+      throw new Error(`generation schema ${version} is newer than this code (${GENERATION_SCHEMA_VERSION})`);
+    }
     const row = this.sql.exec<GenerationRow>("SELECT * FROM generation LIMIT 1").toArray().at(0);
     if (row === undefined) return undefined;
     if (!isGenerationState(row.state)) throw new Error(`stored generation has unknown state ${row.state}`);

@@ -212,4 +212,24 @@ describe("generation storage", () => {
       expect(rows).toEqual([{ id, state: "joining" }]);
     });
   });
+
+  it("refuses to read or write a schema newer than the code, changing nothing", async () => {
+    const { ns, id } = fresh();
+    await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" });
+    const stub = env.GENERATIONS.getByName(objectName(ns, "generation", id));
+    await runInDurableObject(stub, (_instance: GenerationObject, state) => {
+      state.storage.sql.exec("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+    });
+    for (const res of [
+      await call("GET", `/v1/ns/${ns}/generations/${id}`),
+      await call("PATCH", `/v1/ns/${ns}/generations/${id}`, { state: "standby" }),
+      await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" }),
+    ]) {
+      expect(res.status).toBe(500);
+      expect(await res.json()).toMatchObject({ error: { code: "internal" } });
+    }
+    await runInDurableObject(stub, (_instance: GenerationObject, state) => {
+      expect(state.storage.sql.exec("SELECT state FROM generation").toArray()).toEqual([{ state: "joining" }]);
+    });
+  });
 });
