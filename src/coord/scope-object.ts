@@ -39,6 +39,9 @@ export const SCOPE_WATCH_PARAMS = {
 /** Cancelled waiter ids remembered, so a cancel that overtakes its acquire still wins. */
 const CANCELLED_REMEMBERED = 1024;
 
+/** Queued acquires one scope holds open at most; beyond it a waiting acquire is 429. */
+export const MAX_WAITERS_PER_SCOPE = 10_000;
+
 /** The acquire request as the router hands it over (validated, defaults applied). */
 export interface AcquireRequest {
   participantId: string;
@@ -60,6 +63,8 @@ export class ScopeObject extends DurableObject<Env> {
   private armedAt: number | null | undefined;
   /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
   clock: Clock = systemClock;
+  /** Queue bound (replaceable in tests via runInDurableObject). */
+  maxWaiters = MAX_WAITERS_PER_SCOPE;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -93,6 +98,12 @@ export class ScopeObject extends DurableObject<Env> {
       return scopeResultToResponse({
         ok: false,
         refusal: { code: "invalid_request", message: "waiterId is already in use", details: { field: "waiterId" } },
+      });
+    }
+    if (request.waitMs > 0 && current.waiters.length >= this.maxWaiters) {
+      return scopeResultToResponse({
+        ok: false,
+        refusal: { code: "rate_limited", message: "too many waiters on this scope", details: { retryAfterMs: 1000 } },
       });
     }
     const step = this.decide(scope, {

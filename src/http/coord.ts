@@ -57,6 +57,11 @@ function scopeOf(c: CoordContext): { scope: ScopeId; stub: DurableObjectStub<Sco
 /** Answer with the object's response (plain data from RPC). */
 function send(c: CoordContext, res: WireResponse): Response {
   if (res.status === 204) return c.body(null, 204);
+  if (res.status === 429) {
+    const retryAfterMs = (res.body as { error?: { retryAfterMs?: unknown } }).error?.retryAfterMs;
+    const seconds = typeof retryAfterMs === "number" ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : 1;
+    c.header("Retry-After", String(seconds));
+  }
   return c.json(res.body as object, res.status as ContentfulStatusCode);
 }
 

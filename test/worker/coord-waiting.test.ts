@@ -106,6 +106,27 @@ describe("waiting", () => {
   });
 });
 
+describe("queue bound", () => {
+  it("refuses a waiting acquire beyond the scope's queue bound with 429 and Retry-After", async () => {
+    const scope = uniqueScope();
+    await runInDurableObject(scopeStub(scope), (o: ScopeObject) => {
+      o.maxWaiters = 1;
+    });
+    const a = await acquire(scope, "a");
+    const b = post(`${scope.url}/leases`, { participantId: "b", waitMs: 60_000 });
+    await queued(scope, 1);
+    const c = await post(`${scope.url}/leases`, { participantId: "c", waitMs: 60_000 });
+    expect(c.status).toBe(429);
+    expect(c.body.error.code).toBe("rate_limited");
+    expect(c.headers.get("Retry-After")).toBe("1");
+    // A try is still just lease_held.
+    expect((await post(`${scope.url}/leases`, { participantId: "d" })).status).toBe(409);
+    await del(`${scope.url}/leases/${a.leaseId}`);
+    const granted = await b;
+    await del(`${scope.url}/leases/${granted.body.lease.leaseId}`);
+  });
+});
+
 describe("client-named waits (waiterId)", () => {
   it("DELETE {scope}/leases/{waiterId} cancels a queued wait, and refuses the id afterwards", async () => {
     const scope = uniqueScope();
