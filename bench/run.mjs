@@ -3,20 +3,36 @@
  * `npm run bench`: measure the server `npm start` runs, on loopback, and print a table.
  *
  *   node bench/run.mjs [--duration=10] [--phases=healthz,claims,coord,handover,fanout]
- *                      [--max-watchers=1000] [--write-doc]
+ *                      [--max-watchers=1000] [--server=wrangler-dev|miniflare] [--tag=NAME]
+ *                      [--write-doc]
+ *
+ * `--server=miniflare` serves the same bundle without the dev proxy (a diagnostic, labelled
+ * as such); `TMPDIR=/dev/shm` puts the servers' state on tmpfs (another diagnostic: it shows
+ * what the disk's fsync costs). `--tag` names the results file (default `latest`).
  *
  * Each measurement gets its own freshly started server (same `start` script, free port,
  * temporary state directory), because `wrangler dev` grows by about 1 GB per 17k requests;
  * the server's memory at the end of each measurement is reported. Every loop is bounded by
  * time and count and the whole run by a hard limit, so it always stops by itself.
- * Results go to bench/results/latest.json; `--write-doc` also rewrites the generated
+ * Results go to bench/results/<tag>.json; `--write-doc` also rewrites the generated
  * section of docs/BENCHMARKS.md. Not part of `npm test`: speed is measured here, not asserted.
  */
-import { cpus, loadavg, totalmem, release } from "node:os";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem, release, tmpdir } from "node:os";
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
 import { makeClient } from "./http.mjs";
 import { cleanupBundle, startServer } from "./server.mjs";
-import { claimCycles, claimReads, coordCycles, healthz } from "./throughput.mjs";
+import { claimCycles, claimReads, claimWriteCost, coordCycles, healthz } from "./throughput.mjs";
 import { fanout, handover } from "./coord-latency.mjs";
 import { round } from "./stats.mjs";
 
@@ -41,12 +57,34 @@ const hardStop = setTimeout(() => {
 hardStop.unref();
 
 const client = await makeClient(TOKEN);
+/**
+ * Milliseconds per synchronous 4 KiB write + fsync where the server keeps its state (the
+ * temporary directory): every durable Durable Object commit pays at least one of these.
+ */
+function fsyncMs(samples = 50) {
+  const dir = mkdtempSync(join(tmpdir(), "shiftlock-fsync-"));
+  const fd = openSync(join(dir, "probe"), "w");
+  const block = Buffer.alloc(4096, 1);
+  const t0 = performance.now();
+  for (let i = 0; i < samples; i++) {
+    writeSync(fd, block, 0, block.length, i * block.length);
+    fsyncSync(fd);
+  }
+  const ms = (performance.now() - t0) / samples;
+  closeSync(fd);
+  rmSync(dir, { recursive: true, force: true });
+  return round(ms, 2);
+}
+
 const machine = {
   nproc: cpus().length,
   cpu: cpus()[0]?.model ?? "unknown",
   memoryGiB: round(totalmem() / 2 ** 30, 1),
   node: process.version,
   os: `${process.platform} ${release()}`,
+  stateDir: tmpdir(),
+  fsyncMsPer4KiB: fsyncMs(),
+  loadAvg1mAtStart: round(loadavg()[0] ?? 0, 1),
 };
 const results = {
   command: `node bench/run.mjs ${process.argv.slice(2).join(" ")}`.trim(),
@@ -60,7 +98,10 @@ const results = {
   durationSeconds: durationMs / 1000,
   measurements: [],
 };
-console.log(`shiftlock bench — ${machine.nproc} cores, ${machine.memoryGiB} GiB, node ${machine.node}`);
+console.log(
+  `shiftlock bench — ${machine.nproc} cores, ${machine.memoryGiB} GiB, node ${machine.node}; ` +
+    `state in ${machine.stateDir} (fsync of 4 KiB: ${machine.fsyncMsPer4KiB} ms)`,
+);
 console.log(`client: ${client.name}`);
 console.log(`server: ${results.server}`);
 if ((loadavg()[0] ?? 0) > machine.nproc) {
@@ -112,6 +153,14 @@ for (const clients of [1, 32]) {
     if (!e.error) ceiling[clients] = e.perSecond;
   }
 }
+if (phases.has("claims")) {
+  await measurement("claims acquire replayed by operationId (no write)", { kind: "replay", clients: 1 }, (ctx) =>
+    claimWriteCost(ctx, "replay"),
+  );
+  await measurement("claims renew (one write + alarm)", { kind: "renew", clients: 1 }, (ctx) =>
+    claimWriteCost(ctx, "renew"),
+  );
+}
 for (const clients of [1, 32]) {
   if (phases.has("claims")) {
     const what = clients === 1 ? "1 client" : "32 clients";
@@ -158,7 +207,8 @@ cleanupBundle();
 const table = renderTables(results);
 console.log(`\n${table}`);
 mkdirSync("bench/results", { recursive: true });
-const resultsFile = `bench/results/${serverKind === "miniflare" ? "miniflare" : "latest"}.json`;
+const tag = args.tag ?? (serverKind === "miniflare" ? "miniflare" : "latest");
+const resultsFile = `bench/results/${tag}.json`;
 writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 console.log(`raw results: ${resultsFile}`);
 if (args["write-doc"] === "true") writeDoc(results, table);
@@ -206,7 +256,7 @@ function writeDoc(r, tables) {
     "",
     `Command: \`${r.command}\` (started ${r.startedAt}).`,
     "",
-    `Machine: ${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}. Client: ${r.client}, on the same machine. Server: ${r.server}. Each throughput figure is a ${r.durationSeconds} s closed loop after a short warm-up.`,
+    `Machine: ${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; load average ${m.loadAvg1mAtStart} at the start. Server state in \`${m.stateDir}\` (one synchronous 4 KiB write + fsync there: ${m.fsyncMsPer4KiB} ms). Client: ${r.client}, on the same machine. Server: ${r.server}. Each throughput figure is a ${r.durationSeconds} s closed loop after a short warm-up.`,
     "",
     tables,
     "",

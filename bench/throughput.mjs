@@ -100,3 +100,27 @@ export async function claimReads(ctx, clients) {
   });
   return { ...r, requestsPerCycle: 1 };
 }
+
+/**
+ * Claims write-path decomposition, one client on one held claim:
+ * - `replay`: the same `acquire` with the same `operationId` again — the full mutation route
+ *   (auth, validation, RPC, an SQL read of the operation record) but no write, no alarm;
+ * - `renew`: one durable change (one storage transaction) plus re-arming the alarm.
+ * Their difference is the cost of a durable write on this machine.
+ */
+export async function claimWriteCost(ctx, kind) {
+  const base = `${ctx.url}/v1/ns/${enc(ctx.ns)}/claims/bench-${kind}`;
+  const acquire = { generationId: "gen-w", ttlMs: 60_000, operationId: "bench-op-1" };
+  const held = expectStatus(await ctx.client.call("POST", `${base}/acquire`, acquire), 200, "acquire");
+  const token = held.claim.fencingToken;
+  const cycle =
+    kind === "replay"
+      ? async () => {
+          expectStatus(await ctx.client.call("POST", `${base}/acquire`, acquire), 200, "replayed acquire");
+        }
+      : async () => {
+          const body = { generationId: "gen-w", token, ttlMs: 60_000 };
+          expectStatus(await ctx.client.call("POST", `${base}/renew`, body), 200, "renew");
+        };
+  return { ...(await measure(ctx, 1, cycle)), requestsPerCycle: 1 };
+}
