@@ -6,6 +6,10 @@
  * - One alarm per object, always recomputed from the saved record after every change: set
  *   to {@link nextDeadlineMs} (1 ms after `expiresAtMs`, since expiry is strict) or deleted
  *   when nothing can expire.
+ * - {@link armAlarm} issues its storage call synchronously, before its first await, so the
+ *   calls reach storage in commit order and the last one always matches the last saved
+ *   record, even when two mutations' promises settle in another order (a read-then-write
+ *   via `getAlarm` could let an older deadline overwrite a newer one).
  * - Correctness never depends on it: every access applies expiry lazily too. The handler is
  *   idempotent and safe to run early, late or twice (at-least-once delivery): it only asks
  *   the pure machine to `expire`, which changes nothing unless the deadline really passed,
@@ -16,13 +20,11 @@
 import type { ClaimRecord } from "../protocol/claims.ts";
 import { nextDeadlineMs } from "./machine.ts";
 
-/** Arm (or clear) the alarm for `record`'s deadline. */
-export async function armAlarm(storage: DurableObjectStorage, record: ClaimRecord | undefined): Promise<void> {
+/**
+ * Arm (or clear) the alarm for `record`'s deadline. Call it right after the save, before
+ * any await, and await the returned promise afterwards.
+ */
+export function armAlarm(storage: DurableObjectStorage, record: ClaimRecord | undefined): Promise<void> {
   const deadline = nextDeadlineMs(record);
-  if (deadline === undefined) {
-    await storage.deleteAlarm();
-    return;
-  }
-  const armed = await storage.getAlarm();
-  if (armed !== deadline) await storage.setAlarm(deadline);
+  return deadline === undefined ? storage.deleteAlarm() : storage.setAlarm(deadline);
 }

@@ -167,10 +167,11 @@ export class ClaimObject extends DurableObject<Env> {
     const current = this.store.load();
     if (current === undefined) return;
     const step = decideClaim(current.name, current, { kind: "expire" }, this.clock.nowMs());
-    this.store.commit(current, step, undefined);
-    this.watchers.publish(step.events);
+    if (step.changed) this.store.commit(current, step, undefined);
     // Early, late or repeated runs all end here: re-arm for what the record says now.
-    await armAlarm(this.ctx.storage, step.next);
+    const armed = armAlarm(this.ctx.storage, step.next);
+    this.watchers.publish(step.events);
+    await armed;
   }
 
   override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
@@ -203,10 +204,14 @@ export class ClaimObject extends DurableObject<Env> {
     return step;
   }
 
-  /** Steps 4–5: publish first (synchronously, in commit order), then re-arm the alarm. */
+  /**
+   * Steps 4–5, right after the save and before any await: issue the alarm call, publish,
+   * then wait for the alarm call. Both leave in commit order.
+   */
   private async afterCommit(step: ClaimStep, publish = true): Promise<void> {
     if (!step.changed) return;
+    const armed = armAlarm(this.ctx.storage, step.next);
     if (publish) this.watchers.publish(step.events);
-    await armAlarm(this.ctx.storage, step.next);
+    await armed;
   }
 }
