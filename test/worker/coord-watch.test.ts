@@ -1,6 +1,9 @@
 // Coord watch over the Worker: ready, replay from history or a summary, live events in order,
 // ping/pong, lag closing with 4008, subprotocol auth and refusals.
 import { exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import { WATCH_TAG } from "../../src/coord/watch.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { HISTORY_RETAINED, WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/coord.ts";
 import { acquire, del, get, openWatch, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
@@ -127,6 +130,12 @@ describe("watch", () => {
     await watch.next();
     watch.ws.send('{"type":"ping"}');
     expect(await watch.next()).toEqual({ type: "pong" });
+    // The runtime answered it (auto-response, which does not wake a hibernated object).
+    const stamps = await runInDurableObject(scopeStub(scope), (_o: ScopeObject, state: DurableObjectState) =>
+      state.getWebSockets(WATCH_TAG).map((ws) => state.getWebSocketAutoResponseTimestamp(ws)),
+    );
+    expect(stamps).toHaveLength(1);
+    expect(stamps[0]).toBeInstanceOf(Date);
     watch.ws.send('{ "type": "ping" }');
     expect(await watch.next()).toEqual({ type: "pong" });
     watch.ws.close(1000, "done");
