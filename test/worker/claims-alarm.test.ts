@@ -155,4 +155,15 @@ describe("claim expiry", { timeout: 60_000 }, () => {
     expect(await c.alarmAt()).toBeNull();
     expect(await runDurableObjectAlarm(c.stub)).toBe(false);
   });
+
+  it("concurrent mutations leave the alarm at the last saved record's deadline", async () => {
+    const c = await setup();
+    await c.post("/acquire", { generationId: "g1", ttlMs: 60_000 });
+    const ttls = [3_600_000, 120_000, 86_400_000, 90_000, 600_000];
+    await Promise.all(ttls.map((ttlMs) => c.post("/renew", { generationId: "g1", token: "1", ttlMs })));
+    const final = (await c.read()).body.claim;
+    expect(await c.alarmAt()).toBe(final.expiresAtMs + 1);
+    await c.post("/release", { generationId: "g1", token: "1" });
+    expect(await c.alarmAt()).toBeNull();
+  });
 });
