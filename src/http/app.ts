@@ -58,11 +58,15 @@ app.use("/v1/*", async (c, next) => {
     c.res = echoed;
   }
 });
+// Authorization next, before any validation (SPEC §2). A namespace that is not a valid name
+// cannot be on a token's list, so a limited token gets 403 for it and a "*" token gets 400 below.
+app.use("/v1/ns/:ns/*", async (c, next) => {
+  authorize(c.get("grant"), c.req.param("ns") ?? "", c.req.method);
+  await next();
+});
 app.use("/v1/*", strictPathEncoding);
 app.use("/v1/ns/:ns/*", async (c, next) => {
-  const namespace = nameParam(c, "ns");
-  authorize(c.get("grant"), namespace, c.req.method);
-  c.set("namespace", namespace);
+  c.set("namespace", nameParam(c, "ns"));
   await next();
 });
 

@@ -86,6 +86,16 @@ describe("authorization", () => {
       await expectError(await send(method, path, read, body), 403, "forbidden");
     }
     await expectError(await send("POST", `/v1/ns/${namespace}/generations`, read, "{bad"), 403, "forbidden");
+    await expectError(await send("POST", "/v1/ns/%ZZ/generations/%ZZ", read, "{bad"), 403, "forbidden");
+  });
+
+  it("authorizes before validating the path", async () => {
+    const alpha = { Authorization: "Bearer test-write-alpha" };
+    await expectError(await send("GET", "/v1/ns/%ZZ/generations/g", alpha), 403, "forbidden");
+    await expectError(await send("GET", "/v1/ns/al%07pha/generations/g", alpha), 403, "forbidden");
+    await expectError(await send("GET", "/v1/ns/alpha/generations/%ZZ", alpha), 400, "invalid_request");
+    const all = { Authorization: "Bearer test-write-all" };
+    await expectError(await send("GET", "/v1/ns/%ZZ/generations/g", all), 400, "invalid_request");
   });
 
   it("confines a namespaced token to its namespaces, reads included", async () => {
