@@ -11,8 +11,8 @@
  *   snapshot is passed to the consumer (`truncated: true`): events were missed and the
  *   snapshot is the new baseline.
  * - Sends `{"type":"ping"}` every `pingIntervalMs` so NATs and proxies keep the connection;
- *   a connection that received nothing (not even the pong) for a whole interval is
- *   considered dead and replaced.
+ *   a connection that received nothing (not even the pong) for a whole interval, or whose
+ *   handshake did not complete within one interval, is considered dead and replaced.
  * - Reconnects with exponential backoff (jittered, `reconnectMinMs` … `reconnectMaxMs`).
  *   When a connection fails before delivering anything, one HTTP probe of the claim tells a
  *   permanent refusal (`unauthorized`, `forbidden`, `invalid_request`, `not_found`) from a
@@ -215,6 +215,13 @@ export class SocketClaimWatch implements ClaimWatch {
         resolve(outcome);
       };
       this.stop.signal.addEventListener("abort", finish, { once: true });
+      // A handshake that hangs (a black-holed SYN, a stuck proxy) is abandoned after one interval.
+      this.options.clock.sleep(this.options.pingIntervalMs, sessionEnd.signal).then(
+        () => {
+          if (socket.readyState !== OPEN) closeQuietly(socket);
+        },
+        () => {},
+      );
       socket.addEventListener("open", () => {
         void this.keepAlive(socket, sessionEnd.signal, () => {
           const alive = receivedSincePing;

@@ -228,6 +228,21 @@ describe("claim watch over WebSocket", () => {
     await backend.close();
   });
 
+  it("abandons a handshake that does not complete within one ping interval", async () => {
+    const { backend, clock, latest } = setup();
+    const it = backend.watchClaim("c")[Symbol.asyncIterator]();
+    const stuck = latest();
+    await clock.advance(10_000);
+    expect(stuck.readyState).toBe(3);
+    await flushMicrotasks();
+    await clock.advance(1_000);
+    expect(FakeSocket.all).toHaveLength(2);
+    latest().open();
+    latest().deliver(snapshot(null));
+    expect(versions(await drain(it, 1))).toEqual(["s-"]);
+    await backend.close();
+  });
+
   it(`acknowledges every ${ACK_EVERY} consumed events`, async () => {
     const { backend, latest } = setup();
     const it = backend.watchClaim("c", { afterVersion: 0n })[Symbol.asyncIterator]();
