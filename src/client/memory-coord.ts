@@ -115,7 +115,9 @@ export class MemoryCoordinator implements Coordinator {
       if (checked.keyed) throw keyedUnsupported("watch");
       const entry = this.entry(checked);
       this.apply(entry, { kind: "expire" }); // bring the scope up to date before replaying
-      const watch = new MemoryWatch(afterGeneration, () => entry.watchers.delete(watch));
+      // As over HTTP: a resume point past the current generation falls back to it.
+      const from = afterGeneration < entry.state.generation ? afterGeneration : entry.state.generation;
+      const watch = new MemoryWatch(from, () => entry.watchers.delete(watch));
       entry.watchers.add(watch);
       for (const event of this.replay(entry, afterGeneration)) watch.deliver(event);
       const signal = opts.signal;
