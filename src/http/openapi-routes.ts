@@ -270,7 +270,8 @@ function coordRoutesFor(prefix: string, suffix: string, keyed: boolean): RouteDe
       body: leaseAcquireBodySchema,
       status: 201,
       response: acquireResponseSchema,
-      errors: ["lease_held"],
+      // rate_limited: the scope's wait queue is full (waitMs > 0).
+      errors: ["lease_held", "rate_limited"],
     }),
     route({
       method: "post",
