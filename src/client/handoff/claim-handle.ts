@@ -340,7 +340,9 @@ export class ClaimHandle {
           this.lose(lease, new ShiftlockError("not_owner", "renew returned another owner", { claim: record }));
           return;
         }
-        lease.deadlineMs = Math.max(lease.deadlineMs, outcome.sentAt + ttlMs);
+        // The server set expiry to its now + ttl (it may shorten a reservation's): the
+        // bound is this send time + ttl, never an older, longer one.
+        lease.deadlineMs = outcome.sentAt + ttlMs;
         nextAt = outcome.sentAt + cfg.renewIntervalMs;
         this.session.events.emit("claim.renewed", {
           claim: this.name,

@@ -233,8 +233,7 @@ export class Handoff {
         claim: m.handle.name,
       });
     }
-    const sentAt = cfg.clock.nowMs();
-    const record = await retryTransient(
+    await retryTransient(
       cfg.clock,
       this.transferDeadlineMs,
       () =>
@@ -251,10 +250,10 @@ export class Handoff {
         ),
       signal,
     );
+    // The local deadline stays the last renew's bound: a renew in flight may be applied
+    // after this prepare and shorten the expiry again. From now on renewals carry the
+    // reservation ttl.
     m.lease.reserved = true;
-    if (record.phase === "reserved" && record.pendingSuccessor === this.successor) {
-      m.lease.deadlineMs = Math.max(m.lease.deadlineMs, sentAt + cfg.reservationTtlMs);
-    }
   }
 
   private async commitOne(m: Member): Promise<HandedOffClaim | Error> {

@@ -1,0 +1,186 @@
+// The `shiftlock` CLI in-process: `main(argv, io)` against the in-memory backends, with
+// captured output — argument handling, JSON output, error messages and exit statuses.
+import { describe, expect, it } from "vitest";
+import { main, type CliIo } from "../../src/cli/main.ts";
+import { MemoryClaimsBackend } from "../../src/client/memory-claims-backend.ts";
+import { MemoryCoordinator } from "../../src/client/memory-coord.ts";
+import { flushMicrotasks } from "../../src/protocol/clock.ts";
+
+function cli(extra: Partial<CliIo> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const claims = new MemoryClaimsBackend();
+  const coordinator = new MemoryCoordinator();
+  const io: CliIo = {
+    stdout: (t) => out.push(t),
+    stderr: (t) => err.push(t),
+    env: {},
+    claims,
+    coordinator,
+    ...extra,
+  };
+  const run = async (...argv: string[]) => {
+    out.length = 0;
+    err.length = 0;
+    const code = await main(argv, io);
+    return { code, out: out.join(""), err: err.join("") };
+  };
+  return { run, claims };
+}
+
+type Doc = Record<string, Record<string, unknown> | undefined>;
+const json = (text: string): Doc => JSON.parse(text.trim().split("\n").at(-1)!) as Doc;
+
+describe("shiftlock claims", () => {
+  it("acquires, reads and renews with --json (counters as decimal strings)", async () => {
+    const { run } = cli();
+    const c = `c-${crypto.randomUUID()}`;
+    const acquired = await run("claims", "acquire", c, "--generation", "g1", "--ttl-ms", "5000", "--json");
+    expect(acquired.code).toBe(0);
+    expect(json(acquired.out).claim).toMatchObject({
+      name: c,
+      ownerGeneration: "g1",
+      fencingToken: "1",
+      phase: "owned",
+    });
+    const got = await run("claims", "get", c, "--json");
+    expect(json(got.out).claim?.["fencingToken"]).toBe("1");
+    const renewed = await run("claims", "renew", c, "--generation", "g1", "--fencing-token", "1", "--json");
+    expect(json(renewed.out).claim?.["reason"]).toBe("renewed");
+  });
+
+  it("prints human-readable records by default", async () => {
+    const { run } = cli();
+    const res = await run("claims", "acquire", "c", "--generation", "g1");
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(/claim\.fencingToken\s+1\n/);
+    expect(res.out).toMatch(/claim\.phase\s+owned/);
+  });
+
+  it("explains service refusals and exits 1; with --json the error envelope goes to stderr", async () => {
+    const { run } = cli();
+    await run("claims", "acquire", "c", "--generation", "g1");
+    const held = await run("claims", "acquire", "c", "--generation", "g2");
+    expect(held.code).toBe(1);
+    expect(held.err).toContain("claim_held");
+    expect(held.err).toContain("owner g1 token 1");
+    const stale = await run("claims", "release", "c", "--generation", "g1", "--fencing-token", "9", "--json");
+    expect(stale.code).toBe(1);
+    expect(json(stale.err).error?.["code"]).toBe("stale_token");
+    const missing = await run("claims", "get", "nope");
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("claim_not_found");
+  });
+
+  it("runs the two-phase transfer", async () => {
+    const { run } = cli();
+    await run("claims", "acquire", "c", "--generation", "old");
+    const prep = await run(
+      "claims",
+      "transfer",
+      "prepare",
+      "c",
+      "--from",
+      "old",
+      "--to",
+      "new",
+      "--fencing-token",
+      "1",
+      "--json",
+    );
+    expect(json(prep.out).claim).toMatchObject({ phase: "reserved", pendingSuccessor: "new" });
+    const args = ["claims", "transfer", "commit", "c", "--from", "old", "--to", "new", "--expected-token", "1"];
+    const commit = await run(...args, "--operation-id", "op-1", "--json");
+    expect(json(commit.out).claim).toMatchObject({ ownerGeneration: "new", fencingToken: "2" });
+    // A retry with the same operation id replays the first answer.
+    const again = await run(...args, "--operation-id", "op-1", "--json");
+    expect(json(again.out).claim?.["fencingToken"]).toBe("2");
+    const abort = await run(
+      "claims",
+      "transfer",
+      "abort",
+      "c",
+      "--from",
+      "old",
+      "--to",
+      "new",
+      "--expected-token",
+      "1",
+    );
+    expect(abort.code).toBe(1);
+    expect(abort.err).toContain("no_transfer");
+  });
+
+  it("usage mistakes exit 2 and name the problem", async () => {
+    const { run } = cli();
+    expect((await run()).code).toBe(2);
+    expect((await run("--help")).code).toBe(0);
+    const unknown = await run("claims", "get", "c", "--bogus", "1");
+    expect(unknown).toMatchObject({ code: 2 });
+    expect(unknown.err).toContain("--bogus");
+    const badToken = await run("claims", "renew", "c", "--generation", "g", "--fencing-token", "007");
+    expect(badToken.code).toBe(2);
+    expect(badToken.err).toContain("--fencing-token");
+    expect((await run("claims", "acquire", "c")).err).toContain("--generation is required");
+    expect((await run("nonsense", "x")).code).toBe(2);
+  });
+
+  it("reports invalid input the service rejects with its field", async () => {
+    const { run } = cli();
+    const res = await run("claims", "acquire", "c", "--generation", "g", "--ttl-ms", "5");
+    expect(res.code).toBe(1);
+    expect(res.err).toContain("invalid_request");
+    expect(res.err).toContain("ttlMs");
+  });
+});
+
+describe("shiftlock generations", () => {
+  it("registers, reads and moves state; an illegal move is invalid_state", async () => {
+    const { run } = cli();
+    const reg = await run("generations", "register", "gen-1", "--service", "svc", "--instance", "i-1", "--json");
+    expect(json(reg.out).generation).toMatchObject({ id: "gen-1", state: "joining" });
+    expect((await run("generations", "set-state", "gen-1", "standby", "--reason", "ready")).code).toBe(0);
+    expect(json((await run("generations", "get", "gen-1", "--json")).out).generation?.["state"]).toBe("standby");
+    const illegal = await run("generations", "set-state", "gen-1", "draining");
+    expect(illegal.code).toBe(1);
+    expect(illegal.err).toContain("invalid_state");
+    expect((await run("generations", "set-state", "gen-1", "sideways")).code).toBe(2);
+  });
+});
+
+describe("shiftlock coord", () => {
+  const scope = ["--volume", "vol", "--store", "store"];
+
+  it("publishes under a lease and reads the snapshot and capability", async () => {
+    const { run } = cli();
+    const pub = await run("coord", "publish", ...scope, "--root", '{"v":1}', "--json");
+    expect(pub.code).toBe(0);
+    expect(json(pub.out).snapshot).toMatchObject({ generation: "1", root: { v: 1 } });
+    expect(json((await run("coord", "snapshot", ...scope, "--json")).out).snapshot?.["generation"]).toBe("1");
+    expect(json((await run("coord", "capability", ...scope, "--json")).out).capability?.["supported"]).toBe(true);
+    const stale = await run("coord", "publish", ...scope, "--expected-generation", "7");
+    expect(stale.code).toBe(1);
+    expect(stale.err).toContain("stale_generation");
+  });
+
+  it("holds a lease until interrupted, then releases it", async () => {
+    const stop = new AbortController();
+    const coordinator = new MemoryCoordinator();
+    const { run } = cli({ signal: stop.signal, coordinator });
+    const holding = run("coord", "lease", ...scope, "--json");
+    await flushMicrotasks(50);
+    // Busy while held: another participant is refused (it did not ask to wait).
+    const busy = await cli({ coordinator }).run("coord", "lease", ...scope, "--participant", "p2");
+    expect(busy.code).toBe(1);
+    expect(busy.err).toContain("lease_held");
+    stop.abort();
+    const res = await holding;
+    expect(res.code).toBe(0);
+    const lines = res.out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Doc);
+    expect(lines[0]!.lease?.["epoch"]).toBe("1");
+    expect(lines[1]).toMatchObject({ released: true });
+  });
+});
