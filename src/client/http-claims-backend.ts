@@ -40,6 +40,7 @@ import type {
 import { SocketClaimWatch, type WebSocketConstructor, type WebSocketLike } from "./claim-watch-socket.ts";
 import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
 import { HttpTransport, type HttpTransportOptions } from "./http-transport.ts";
+import { checkPathName } from "./path-names.ts";
 
 export type { WebSocketConstructor, WebSocketLike };
 
@@ -79,6 +80,7 @@ export class HttpClaimsBackend implements ClaimsBackend {
   private closed = false;
 
   constructor(options: HttpClaimsBackendOptions) {
+    checkPathName(options.namespace, "namespace");
     this.options = options;
     this.transport = new HttpTransport(options);
     this.clock = options.clock ?? systemClock;
@@ -92,6 +94,7 @@ export class HttpClaimsBackend implements ClaimsBackend {
     opts: CallOptions | undefined,
   ): Promise<ClaimRecord> {
     this.ensureOpen();
+    checkPathName(claimName, "claim");
     const res = await this.transport.request(
       method,
       ["claims", claimName, ...route],
@@ -143,12 +146,14 @@ export class HttpClaimsBackend implements ClaimsBackend {
 
   async updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
     this.ensureOpen();
+    checkPathName(req.id, "id");
     const body = compact({ state: req.state, reason: req.reason });
     return decodeGenerationAnswer(await this.transport.request("PATCH", ["generations", req.id], body, opts?.signal));
   }
 
   async getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {
     this.ensureOpen();
+    checkPathName(generationId, "id");
     return decodeGenerationAnswer(
       await this.transport.request("GET", ["generations", generationId], undefined, opts?.signal),
     );
@@ -156,6 +161,7 @@ export class HttpClaimsBackend implements ClaimsBackend {
 
   watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
     this.ensureOpen();
+    checkPathName(claimName, "claim");
     const Ctor = this.options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
     if (Ctor === undefined) {
       throw new ShiftlockError(

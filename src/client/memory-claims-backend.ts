@@ -45,7 +45,6 @@ import {
 import { systemClock, type Clock } from "../protocol/clock.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { patchGenerationBodySchema, registerGenerationBodySchema } from "../protocol/generations.ts";
-import { nameProblem } from "../protocol/names.ts";
 import { invalidFromZod } from "../protocol/zod-invalid.ts";
 import type {
   AbortRequest,
@@ -67,6 +66,7 @@ import type {
 import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
 import { encodeJson } from "./http-transport.ts";
 import { MemoryClaimSlot } from "./memory-claim-slot.ts";
+import { checkPathName } from "./path-names.ts";
 import { WatchQueue } from "./watch-queue.ts";
 
 export interface MemoryClaimsBackendOptions {
@@ -77,11 +77,6 @@ export interface MemoryClaimsBackendOptions {
 /** Run `fn` now; its result or throw becomes the promise (every call is synchronous inside). */
 function settle<T>(fn: () => T): Promise<T> {
   return new Promise<T>((resolve) => resolve(fn()));
-}
-
-function checkName(value: string, field: string): void {
-  const problem = nameProblem(value);
-  if (problem !== undefined) throw new ShiftlockError("invalid_request", `${field} ${problem}`, { field });
 }
 
 /** Validate a request exactly as the server does: encode to the wire, parse with the route's schema. */
@@ -128,7 +123,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   ): Promise<ClaimRecord> {
     return settle(() => {
       this.enter(opts);
-      checkName(req.claimName, "claim");
+      checkPathName(req.claimName, "claim");
       validate(schema, body);
       const slot = this.slot(req.claimName);
       const op =
@@ -188,7 +183,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {
     return settle(() => {
       this.enter(opts);
-      checkName(claimName, "claim");
+      checkPathName(claimName, "claim");
       const slot = this.claims.get(claimName);
       if (slot === undefined) throw new ShiftlockError("claim_not_found");
       const answer = slot.run({ kind: "get" }, this.clock.nowMs());
@@ -199,7 +194,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
     this.enter(undefined);
-    checkName(claimName, "claim");
+    checkPathName(claimName, "claim");
     const slot = this.slot(claimName);
     // Lazy expiry first, so the snapshot never shows a lease that is already over.
     slot.run({ kind: "expire" }, this.clock.nowMs());
@@ -235,7 +230,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
     return this.generation(() => {
-      checkName(req.id, "id");
+      checkPathName(req.id, "id");
       const body = validate(patchGenerationBodySchema, { state: req.state, reason: req.reason });
       return decidePatch(this.generations.get(req.id), body, this.clock.nowMs());
     }, opts);
@@ -244,7 +239,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {
     return settle(() => {
       this.enter(opts);
-      checkName(generationId, "id");
+      checkPathName(generationId, "id");
       const record = this.generations.get(generationId);
       if (record === undefined) throw new ShiftlockError("generation_not_found");
       return record;
@@ -265,7 +260,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
    * to the maximum to exercise `token_overflow`. Not part of {@link ClaimsBackend}.
    */
   forceSetToken(claimName: string, token: bigint): void {
-    checkName(claimName, "claim");
+    checkPathName(claimName, "claim");
     const slot = this.slot(claimName);
     slot.run({ kind: "expire" }, this.clock.nowMs());
     const base = slot.record ?? emptyClaim(claimName);

@@ -220,6 +220,12 @@ export function runRuleChecks(withFixture: (body: FixtureTest) => () => Promise<
           backend.acquireClaim({ claimName: "a\u0007b", generationId: "a", ttlMs: MINUTE }),
           "invalid_request",
         );
+        // "." and ".." are dot segments to every URL parser (even as %2E): refused, never misrouted.
+        for (const name of ["", ".", ".."]) {
+          const e = await expectCode(backend.getClaim(name), "invalid_request");
+          expect(e.details["field"]).toBe("claim");
+        }
+        await expectCode(backend.getGeneration(".."), "invalid_request");
         await expectCode(backend.getClaim(c), "claim_not_found"); // nothing was created by bad input
       }),
     );
