@@ -53,7 +53,8 @@ export interface AcquireRequest {
 
 export class ScopeObject extends DurableObject<Env> {
   private readonly store: ScopeStore;
-  private readonly watchers: ScopeWatchers;
+  /** The scope's watch sockets (public so tests can tighten the lag bound). */
+  readonly watchers: ScopeWatchers;
   private readonly waiters = new PendingWaiters();
   /** Recently cancelled waiter ids, oldest first (bounded; this instance only). */
   private readonly cancelled = new Set<string>();

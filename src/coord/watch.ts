@@ -13,7 +13,7 @@
  * - Lag: workerd exposes no `bufferedAmount` or send-completion signal on server-side
  *   sockets, so the object cannot observe a slow reader's queue. A subscriber acknowledges
  *   with `{"type":"ack","count":N}` (N = event messages processed since it connected,
- *   replay included); a socket with more than {@link WATCH_MAX_UNACKED_EVENTS} unacknowledged
+ *   replay included); a socket with more than {@link WATCH_MAX_UNACKED_EVENTS} (1,024) unacknowledged
  *   events, or whose `send()` throws, is closed with 4008 *instead of* being sent the event.
  *   It resumes with `afterGeneration`; nothing is skipped silently.
  * - `{"type":"ping"}` (exactly) is answered `{"type":"pong"}` by the runtime without waking
@@ -59,6 +59,9 @@ export function closeQuietly(ws: WebSocket, code: number, reason: string): void 
 }
 
 export class ScopeWatchers {
+  /** Unacknowledged events allowed per subscriber before 4008 (replaceable in tests). */
+  maxUnacked = WATCH_MAX_UNACKED_EVENTS;
+
   constructor(
     private readonly ctx: DurableObjectState,
     private readonly store: ScopeStore,
@@ -96,7 +99,7 @@ export class ScopeWatchers {
       let sent = state.sent;
       let lagging = false;
       for (const text of texts) {
-        if (sent - state.acked >= WATCH_MAX_UNACKED_EVENTS) {
+        if (sent - state.acked >= this.maxUnacked) {
           lagging = true;
           break;
         }

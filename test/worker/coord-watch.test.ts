@@ -144,6 +144,11 @@ describe("watch", () => {
   it("closes a subscriber with 4008 once it has too many unacknowledged events; acks keep it open", async () => {
     const scope = uniqueScope();
     const stub = scopeStub(scope);
+    const limit = 10;
+    await runInDurableObject(stub, (o: ScopeObject) => {
+      expect(o.watchers.maxUnacked).toBe(WATCH_MAX_UNACKED_EVENTS);
+      o.watchers.maxUnacked = limit;
+    });
     const id = { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: "" };
     const lease = await acquire(scope);
     const silent = await openWatch(scope);
@@ -151,18 +156,23 @@ describe("watch", () => {
     await silent.next();
     await acking.next();
     const tryOnce = { participantId: "p", ttlMs: 1_000, waitMs: 0, waiterId: "unused" };
-    for (let sent = 0; sent < WATCH_MAX_UNACKED_EVENTS + 50; sent++) {
+    const total = 3 * limit;
+    for (let sent = 0; sent < total; sent++) {
       await stub.acquire(id, tryOnce); // each refused try is one wantLock event
-      if (sent % 100 === 99) {
+      if (sent % 5 === 4) {
         while (acking.messages.length < sent + 2) await acking.next();
         acking.ws.send(JSON.stringify({ type: "ack", count: sent + 1 }));
+        // A ping the object (not the runtime) answers: its pong proves the ack was processed.
+        acking.ws.send('{ "type": "ping" }');
+        while ((await acking.next()).type !== "pong");
       }
     }
     expect(await silent.closed).toMatchObject({ code: 4008 });
-    expect(silent.messages.length - 1).toBe(WATCH_MAX_UNACKED_EVENTS);
+    expect(silent.messages.length - 1).toBe(limit);
     await del(`${scope.url}/leases/${lease.leaseId}`);
     while (!acking.messages.some((m: { unlocked?: boolean }) => m.unlocked === true)) await acking.next();
-    expect(acking.messages.length - 1).toBe(WATCH_MAX_UNACKED_EVENTS + 51);
+    const events = acking.messages.filter((m: { type: string }) => m.type === "event");
+    expect(events).toHaveLength(total + 1);
     acking.ws.close(1000, "done");
   });
 
