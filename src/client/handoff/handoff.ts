@@ -233,27 +233,41 @@ export class Handoff {
         claim: m.handle.name,
       });
     }
-    await retryTransient(
-      cfg.clock,
-      this.transferDeadlineMs,
-      () =>
-        cfg.backend.prepareTransfer(
-          {
-            claimName: m.handle.name,
-            fromGeneration: cfg.generationId,
-            toGeneration: this.successor,
-            token: m.lease.token,
-            ttlMs: cfg.reservationTtlMs,
-            operationId: m.operationIds.prepare,
-          },
-          { signal },
-        ),
-      signal,
+    await this.refusalLoses(m, () =>
+      retryTransient(
+        cfg.clock,
+        this.transferDeadlineMs,
+        () =>
+          cfg.backend.prepareTransfer(
+            {
+              claimName: m.handle.name,
+              fromGeneration: cfg.generationId,
+              toGeneration: this.successor,
+              token: m.lease.token,
+              ttlMs: cfg.reservationTtlMs,
+              operationId: m.operationIds.prepare,
+            },
+            { signal },
+          ),
+        signal,
+      ),
     );
     // The local deadline stays the last renew's bound: a renew in flight may be applied
     // after this prepare and shorten the expiry again. From now on renewals carry the
     // reservation ttl.
     m.lease.reserved = true;
+  }
+
+  /** A refused prepare proves this epoch is over (`not_owner`, `stale_token`, gone): the lease is lost. */
+  private async refusalLoses<T>(m: Member, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (hasCode(err, "not_owner") || hasCode(err, "stale_token") || hasCode(err, "claim_not_found")) {
+        m.handle.lose(m.lease, err);
+      }
+      throw err;
+    }
   }
 
   private async commitOne(m: Member): Promise<HandedOffClaim | Error> {
