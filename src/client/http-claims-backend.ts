@@ -40,7 +40,7 @@ import type {
 import { SocketClaimWatch, type WebSocketConstructor, type WebSocketLike } from "./claim-watch-socket.ts";
 import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
 import { HttpTransport, type HttpTransportOptions } from "./http-transport.ts";
-import { checkPathName } from "./path-names.ts";
+import { checkCounter, checkPathName } from "./path-names.ts";
 
 export type { WebSocketConstructor, WebSocketLike };
 
@@ -162,6 +162,7 @@ export class HttpClaimsBackend implements ClaimsBackend {
   watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
     this.ensureOpen();
     checkPathName(claimName, "claim");
+    checkCounter(opts?.afterVersion, "afterVersion");
     const Ctor = this.options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
     if (Ctor === undefined) {
       throw new ShiftlockError(

@@ -66,7 +66,7 @@ import type {
 import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
 import { encodeJson } from "./http-transport.ts";
 import { MemoryClaimSlot } from "./memory-claim-slot.ts";
-import { checkPathName } from "./path-names.ts";
+import { checkCounter, checkPathName } from "./path-names.ts";
 import { WatchQueue } from "./watch-queue.ts";
 
 export interface MemoryClaimsBackendOptions {
@@ -195,6 +195,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
     this.enter(undefined);
     checkPathName(claimName, "claim");
+    checkCounter(opts?.afterVersion, "afterVersion");
     const slot = this.slot(claimName);
     // Lazy expiry first, so the snapshot never shows a lease that is already over.
     slot.run({ kind: "expire" }, this.clock.nowMs());

@@ -81,6 +81,18 @@ export function runWatchChecks(withFixture: (body: FixtureTest) => () => Promise
     );
 
     it(
+      "an afterVersion outside 0..2^64-1 is refused up front",
+      withFixture(async ({ backend }, c) => {
+        await Promise.resolve();
+        for (const afterVersion of [-1n, 1n << 64n]) {
+          expect(() => backend.watchClaim(c, { afterVersion })).toThrow(
+            expect.objectContaining({ code: "invalid_request", details: { field: "afterVersion" } }),
+          );
+        }
+      }),
+    );
+
+    it(
       "aborting the signal ends the iteration with the signal's reason",
       withFixture(async ({ backend }, c) => {
         const controller = new AbortController();
