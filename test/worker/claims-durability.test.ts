@@ -2,6 +2,9 @@
 // torn down and restarted; the token stops at 2^64−2 with `token_overflow`.
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
+import { decideClaim } from "../../src/claims/machine.ts";
+import { ClaimStore } from "../../src/claims/store.ts";
+import { systemClock } from "../../src/protocol/clock.ts";
 import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
 import { claimStub, claimUrl, clearTrackedAlarms, get, openWatch, post, track, unique } from "./claims-helpers.ts";
 
@@ -118,5 +121,44 @@ describe("claim durability", { timeout: 60_000 }, () => {
     // The owner can still renew and release with the maximum token.
     expect((await c.post("/renew", { generationId: "g1", token: max, ttlMs: TTL })).status).toBe(200);
     expect((await c.post("/release", { generationId: "g1", token: max })).status).toBe(200);
+  });
+
+  it("the guarded token update refuses a decision made from a stale token, writing nothing", async () => {
+    const c = fresh();
+    await c.post("/acquire", { generationId: "g1", ttlMs: TTL });
+    await c.post("/release", { generationId: "g1", token: "1" });
+    const outcome = await runInDurableObject(c.stub(), (_instance, state) => {
+      const store = new ClaimStore(state.storage);
+      const stored = store.load()!;
+      // A decision made from an older copy (token 0) must not land on the stored token 1.
+      const stale = { ...stored, fencingToken: 0n, version: stored.version };
+      const step = decideClaim(
+        stored.name,
+        stale,
+        { kind: "acquire", generationId: "g2", ttlMs: TTL },
+        systemClock.nowMs(),
+      );
+      try {
+        store.commit(stale, step, undefined);
+        return "committed";
+      } catch (err) {
+        return (err as { code?: string }).code;
+      }
+    });
+    expect(outcome).toBe("internal");
+    expect((await c.read()).body.claim).toMatchObject({ fencingToken: "1", phase: "unowned", version: "2" });
+  });
+
+  it("an object addressed under another claim name refuses with internal instead of mixing claims", async () => {
+    const c = fresh();
+    await c.post("/acquire", { generationId: "g1", ttlMs: TTL });
+    const res = await runInDurableObject(c.stub(), async (instance) => {
+      try {
+        return await instance.get("someone-else");
+      } catch (err) {
+        return { status: 500, body: { code: (err as { code?: string }).code } };
+      }
+    });
+    expect(res).toMatchObject({ status: 500, body: { code: "internal" } });
   });
 });

@@ -1,8 +1,11 @@
 // Operation ids (SPEC §3): a retry with the same id and request replays the first response
 // (status and body) with no side effect and no event; a different request under the same id
 // is `operation_id_conflict`; only 2xx and 409 outcomes are remembered.
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { claimUrl, clearTrackedAlarms, get, openWatch, post, track, unique } from "./claims-helpers.ts";
+import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/claims/operations.ts";
+import { ManualClock, systemClock } from "../../src/protocol/clock.ts";
+import { claimStub, claimUrl, clearTrackedAlarms, get, openWatch, post, track, unique } from "./claims-helpers.ts";
 
 const TTL = 60_000;
 
@@ -131,5 +134,46 @@ describe("claim operation ids", { timeout: 60_000 }, () => {
       expect(again).toMatchObject({ status: 200, body: first.body });
       expect((await c.read())?.claim.version).toBe(version);
     }
+  });
+
+  it("keeps operation records until both 1,000 newer ones exist and an hour has passed", async () => {
+    const c = fresh();
+    const stub = claimStub(c.ns, c.claim);
+    const clock = new ManualClock(systemClock.nowMs());
+    const count = OPERATION_RETENTION_COUNT + 1;
+    const first = await runInDurableObject(stub, async (instance) => {
+      instance.clock = clock;
+      const acquired = await instance.command(c.claim, {
+        route: "acquire",
+        body: { generationId: "g1", ttlMs: 86_400_000, operationId: "op-0" },
+      });
+      for (let i = 1; i < count; i++) {
+        await instance.command(c.claim, {
+          route: "renew",
+          body: { generationId: "g1", token: 1n, ttlMs: 86_400_000, operationId: `op-${i}` },
+        });
+      }
+      return acquired;
+    });
+    // 1,001 records, all younger than an hour: the oldest still replays.
+    const replayed = await c.post("/acquire", { generationId: "g1", ttlMs: 86_400_000, operationId: "op-0" });
+    expect(replayed.body).toEqual(first.body);
+
+    // An hour later, one more record: the oldest now has ≥ 1,000 newer and is over an hour old.
+    await clock.advance(OPERATION_RETENTION_MS + 1);
+    await c.post("/renew", { generationId: "g1", token: "1", ttlMs: 86_400_000, operationId: "op-late" });
+    const rows = await runInDurableObject(
+      stub,
+      (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM operations").one().n,
+    );
+    expect(rows).toBe(OPERATION_RETENTION_COUNT);
+    // op-500 is within the newest 1,000: still replayed (renew number 500 made version 501).
+    const kept = await c.post("/renew", { generationId: "g1", token: "1", ttlMs: 86_400_000, operationId: "op-500" });
+    expect(kept.body.claim.version).toBe("501");
+    // op-0 was pruned: the same request now executes afresh (a same-owner acquire, reason renewed).
+    const again = await c.post("/acquire", { generationId: "g1", ttlMs: 86_400_000, operationId: "op-0" });
+    expect(again.status).toBe(200);
+    // (At the same instant as op-late with the same ttl, the extension changes nothing: version stays.)
+    expect(again.body.claim).toMatchObject({ reason: "renewed", version: "1002" });
   });
 });
