@@ -55,7 +55,7 @@ import type {
   WaitAcquireOptions,
   WriteLease,
 } from "./coord-types.ts";
-import { WatchQueue } from "./watch-queue.ts";
+import { MemoryWatch } from "./memory-coord-watch.ts";
 import { HeldWriteLease, type LeaseDriver, type LeaseGrant, type LeaseTimingOptions } from "./write-lease.ts";
 
 export interface MemoryCoordinatorOptions extends LeaseTimingOptions {
@@ -340,39 +340,6 @@ export class MemoryCoordinator implements Coordinator {
         keyPrefixChanged: data.keyPrefixChanged,
       }),
     );
-  }
-}
-
-/** A watch fed synchronously by the coordinator. */
-class MemoryWatch implements CoordWatch {
-  private readonly queue: WatchQueue<CoordEvent>;
-  private last: bigint;
-
-  constructor(afterGeneration: bigint, onClose: () => void) {
-    this.last = afterGeneration;
-    this.queue = new WatchQueue<CoordEvent>(onClose);
-  }
-
-  get afterGeneration(): bigint {
-    return this.last;
-  }
-
-  deliver(event: CoordEvent): void {
-    if (event.generation > this.last) this.last = event.generation;
-    this.queue.push(event);
-  }
-
-  fail(reason: unknown): void {
-    this.queue.fail(reason);
-    this.queue.close();
-  }
-
-  close(): void {
-    this.queue.close();
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<CoordEvent> {
-    return this.queue[Symbol.asyncIterator]();
   }
 }
 
