@@ -207,6 +207,16 @@ async function main(): Promise<number> {
       `no overlap: every accepted write carried the newest token of its claim${violations.length === 0 ? " ✔" : " ✘"}`,
     );
     for (const v of violations) console.log(`  violation: ${v}`);
+    const at = (what: string, last = false): number => {
+      const hits = marks.filter((m) => m.who === "A" && m.what.startsWith(what));
+      return (last ? hits.at(-1) : hits[0])?.atMs ?? NaN;
+    };
+    const drainMs = at("drain.completed") - at("drain.started");
+    const prepareMs = at("transfer.prepared", true) - at("drain.completed");
+    const commitMs = at("handoff.completed") - at("transfer.prepared", true);
+    console.log(
+      `phases: drain ${drainMs.toFixed(1)} ms, prepare ${prepareMs.toFixed(1)} ms, commit ${commitMs.toFixed(1)} ms; B adopts on the commit event (negative lag = before A's commit response arrived)`,
+    );
     console.log(
       `worst no-writer gap ${worstGap.toFixed(1)} ms = drain + prepare + commit + adoption; the server had an owner at every instant (commit moves ownership atomically)`,
     );
