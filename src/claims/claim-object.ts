@@ -138,7 +138,8 @@ export class ClaimObject extends DurableObject<Env> {
     const name = url.searchParams.get(WATCH_PARAMS.name) ?? "";
     const after = url.searchParams.get(WATCH_PARAMS.afterVersion);
     const afterVersion = after === null ? undefined : parseCounter(after);
-    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || name === "" || afterVersion === null) {
+    const badAfter = after !== null && afterVersion === undefined;
+    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || name === "" || badAfter) {
       return watchRefusal(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
     }
     if (this.watchers.count() >= this.maxWatchers) {
