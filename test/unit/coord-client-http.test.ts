@@ -147,6 +147,25 @@ describe("HttpCoordinator requests", () => {
     expect(calls[1]!.signal).not.toBe(ctl.signal); // the cancel is not bound to the caller's signal
   });
 
+  it("a grant that arrives after a real wait is confirmed by an immediate keepalive", async () => {
+    let grant: ((r: Response) => void) | undefined;
+    const { clock, calls, coord } = setup((call) => {
+      if (call.url.endsWith("/keepalive")) return json(200, { lease: lease("2"), wantLock: false });
+      if (call.method === "DELETE") return new Response(null, { status: 204 });
+      return new Promise<Response>((resolve) => (grant = resolve));
+    });
+    const pending = coord.waitAcquireWriteLease(scope, { ttlMs: 3_000 });
+    await flushMicrotasks();
+    await clock.advance(5_000); // queued for longer than the ttl
+    grant!(json(201, { lease: lease("2") }));
+    const held = await pending;
+    await flushMicrotasks();
+    // Counted from the answer's arrival, not from the send 5 s ago (which would be a loss).
+    expect(held.signal.aborted).toBe(false);
+    expect(calls.map((c) => c.url.split("/").at(-1))).toEqual(["leases", "keepalive"]);
+    await held.release();
+  });
+
   it("keyed snapshot is unsupported locally; server refusals keep their code", async () => {
     const { calls, coord } = setup(() => envelope(403, "forbidden"));
     await expect(coord.snapshot({ volumeId: "v", key: "k", participantId: "" })).rejects.toSatisfy((e) =>
