@@ -74,6 +74,7 @@ export function groupRssMb(pgid) {
 /**
  * @typedef {object} RunningServer
  * @property {string} url base URL, e.g. http://127.0.0.1:40123
+ * @property {number} pgid process group of every process of the server (for diagnostics)
  * @property {() => number} rssMb resident memory of the server's process group, MB
  * @property {() => Promise<void>} stop
  */
@@ -137,6 +138,7 @@ export async function startServer(kind = "wrangler-dev") {
   const pgid = child.pid;
   return {
     url,
+    pgid,
     rssMb: () => groupRssMb(pgid),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
