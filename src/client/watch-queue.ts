@@ -3,19 +3,22 @@
  *
  * Guarantees: items come out in push order, none dropped; after `end()` the iteration
  * finishes once the buffered items are consumed; after `fail(err)` the buffered items are
- * delivered, then `next()` rejects with `err`. Breaking out of a `for await` (or calling
+ * delivered, then one `next()` rejects with `err` and later ones report done. Breaking out of a `for await` (or calling
  * `return()`) runs the `onClose` hook once, so the producer can release its socket or
  * subscription.
  *
- * Does not: bound its buffer (the producer decides what to do with a slow consumer), or
- * support several concurrent consumers of one iteration.
+ * Several pending `next()` calls are served in call order.
+ *
+ * Does not: bound its buffer (the producer decides what to do with a slow consumer).
  */
 export class WatchQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
-  private waiter: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void } | undefined;
+  /** Pending `next()` calls, oldest first (only while the buffer is empty). */
+  private readonly waiters: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void }[] = [];
   private finished = false;
   private failure: { error: unknown } | undefined;
   private closed = false;
+  private failureDelivered = false;
 
   private drainWaiters: (() => void)[] = [];
 
@@ -55,9 +58,8 @@ export class WatchQueue<T> implements AsyncIterable<T> {
 
   push(item: T): void {
     if (this.done) return;
-    const w = this.waiter;
+    const w = this.waiters.shift();
     if (w !== undefined) {
-      this.waiter = undefined;
       w.resolve({ value: item, done: false });
       this.took(item);
     } else {
@@ -90,14 +92,18 @@ export class WatchQueue<T> implements AsyncIterable<T> {
   }
 
   private wake(): void {
-    const waiters = this.drainWaiters;
+    const drains = this.drainWaiters;
     this.drainWaiters = [];
-    for (const d of waiters) d();
-    const w = this.waiter;
-    if (w === undefined || this.items.length > 0) return;
-    this.waiter = undefined;
-    if (this.failure !== undefined) w.reject(this.failure.error);
-    else w.resolve({ value: undefined, done: true });
+    for (const d of drains) d();
+    if (this.items.length > 0) return;
+    for (const w of this.waiters.splice(0)) {
+      if (this.failure !== undefined && !this.failureDelivered) {
+        this.failureDelivered = true;
+        w.reject(this.failure.error);
+      } else {
+        w.resolve({ value: undefined, done: true });
+      }
+    }
   }
 
   next(): Promise<IteratorResult<T>> {
@@ -106,11 +112,15 @@ export class WatchQueue<T> implements AsyncIterable<T> {
       this.took(item);
       return Promise.resolve({ value: item, done: false });
     }
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what the producer failed with (e.g. an AbortSignal reason)
-    if (this.failure !== undefined) return Promise.reject(this.failure.error);
-    if (this.finished) return Promise.resolve({ value: undefined, done: true });
+    if (this.failure !== undefined && !this.failureDelivered) {
+      // Like an async generator: the error is thrown once, later calls report done.
+      this.failureDelivered = true;
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what the producer failed with (e.g. an AbortSignal reason)
+      return Promise.reject(this.failure.error);
+    }
+    if (this.done) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
-      this.waiter = { resolve, reject };
+      this.waiters.push({ resolve, reject });
     });
   }
 
