@@ -112,7 +112,7 @@ export class SocketClaimWatch implements ClaimWatch {
     return this.stop.signal.aborted;
   }
 
-  /** The version of the last item yielded (the resume point). */
+  /** The version of the last item received (the resume point). */
   get resumeVersion(): bigint | undefined {
     return this.lastVersion;
   }
@@ -164,7 +164,7 @@ export class SocketClaimWatch implements ClaimWatch {
       if (this.stop.signal.aborted) return;
       if (outcome.code === LAGGING_CLOSE_CODE) {
         // Too slow: resume only once the consumer caught up with what we already hold.
-        await Promise.race([this.queue.drained(), abortPromise(this.stop.signal)]);
+        await this.drainedOrStopped();
         if (this.stop.signal.aborted) return;
         attempt = 0;
         continue;
@@ -194,6 +194,19 @@ export class SocketClaimWatch implements ClaimWatch {
     }
   }
 
+  private drainedOrStopped(): Promise<void> {
+    return new Promise((resolve) => {
+      const signal = this.stop.signal;
+      if (signal.aborted) return resolve();
+      const done = (): void => {
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      signal.addEventListener("abort", done, { once: true });
+      void this.queue.drained().then(done);
+    });
+  }
+
   /** One connection, from open to close. */
   private session(): Promise<SessionOutcome> {
     return new Promise<SessionOutcome>((resolve) => {
@@ -210,6 +223,8 @@ export class SocketClaimWatch implements ClaimWatch {
       let receivedSincePing = true;
       const finish = (): void => {
         if (sessionEnd.signal.aborted) return;
+        // Long-lived watches reconnect many times: never accumulate listeners on `stop`.
+        this.stop.signal.removeEventListener("abort", finish);
         sessionEnd.abort();
         if (this.socket === socket) this.socket = undefined;
         resolve(outcome);
@@ -309,13 +324,6 @@ export class SocketClaimWatch implements ClaimWatch {
       timeMs: typeof timeMs === "number" ? timeMs : 0,
     });
   }
-}
-
-function abortPromise(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener("abort", () => resolve(), { once: true });
-  });
 }
 
 function closeQuietly(socket: WebSocketLike): void {
