@@ -63,16 +63,20 @@ export class ManualClock implements Clock {
         reject(signal.reason as Error);
         return;
       }
-      const entry = { atMs: this.now + Math.max(0, delayMs), resolve: () => resolve() };
-      this.sleepers.push(entry);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          this.sleepers = this.sleepers.filter((s) => s !== entry);
-          reject(signal.reason as Error);
+      const onAbort = (): void => {
+        this.sleepers = this.sleepers.filter((s) => s !== entry);
+        reject(signal?.reason as Error);
+      };
+      // Waking removes the abort listener, so a long-lived signal does not collect them.
+      const entry = {
+        atMs: this.now + Math.max(0, delayMs),
+        resolve: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      this.sleepers.push(entry);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 

@@ -27,19 +27,24 @@ async function freePort(): Promise<number> {
 }
 
 /** The `npm start` command line with its port and state directory replaced. */
-export function startCommand(port: number, stateDir: string): string {
+export function startCommand(port: number, stateDir: string, inspectorPort: number): string {
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> };
   const start = pkg.scripts["start"];
   if (start === undefined) throw new Error("package.json has no start script");
-  return start
-    .replace("--port 8787", `--port ${port}`)
-    .replace("--persist-to .wrangler/state", `--persist-to ${stateDir}`)
-    .replace(/^wrangler /, "npx wrangler ");
+  return (
+    start
+      .replace("--port 8787", `--port ${port}`)
+      .replace("--persist-to .wrangler/state", `--persist-to ${stateDir}`)
+      .replace(/^wrangler /, "npx wrangler ")
+      // Each server gets its own devtools port: the default (9229) clashes when several run.
+      .concat(` --inspector-port ${inspectorPort}`)
+  );
 }
 
 export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlock-e2e-"))): Promise<RunningServer> {
   const port = await freePort();
-  const child: ChildProcess = spawn(startCommand(port, stateDir), {
+  const inspectorPort = await freePort();
+  const child: ChildProcess = spawn(startCommand(port, stateDir, inspectorPort), {
     shell: true,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
