@@ -65,8 +65,9 @@ export class MemoryClaimSlot {
       const dropped = this.history.shift();
       if (dropped !== undefined) this.historyFloor = dropped.claim.version;
     }
-    const item: ClaimWatchItem = { type: "event", reason: event.reason, claim: event.claim, timeMs: event.timeMs };
-    for (const w of this.watchers) w.push(item);
+    // Each watcher gets its own copy: a consumer mutating an item must not touch the backend's state.
+    for (const w of this.watchers)
+      w.push({ type: "event", reason: event.reason, claim: { ...event.claim }, timeMs: event.timeMs });
   }
 
   /**
@@ -77,17 +78,21 @@ export class MemoryClaimSlot {
   subscribe(queue: WatchQueue<ClaimWatchItem>, afterVersion: bigint | undefined): void {
     const current = this.record?.version ?? 0n;
     if (afterVersion === undefined) {
-      queue.push({ type: "snapshot", claim: this.record ?? null, truncated: false });
+      queue.push({ type: "snapshot", claim: this.copy(), truncated: false });
     } else if (afterVersion < this.historyFloor || afterVersion > current) {
-      queue.push({ type: "snapshot", claim: this.record ?? null, truncated: true });
+      queue.push({ type: "snapshot", claim: this.copy(), truncated: true });
     } else {
       for (const e of this.history) {
         if (e.claim.version > afterVersion) {
-          queue.push({ type: "event", reason: e.reason, claim: e.claim, timeMs: e.timeMs });
+          queue.push({ type: "event", reason: e.reason, claim: { ...e.claim }, timeMs: e.timeMs });
         }
       }
     }
     this.watchers.add(queue);
+  }
+
+  private copy(): ClaimRecord | null {
+    return this.record === undefined ? null : { ...this.record };
   }
 
   unsubscribe(queue: WatchQueue<ClaimWatchItem>): void {
