@@ -101,7 +101,7 @@ export class ClaimObject extends DurableObject<Env> {
     this.maxWatchers = Number.isSafeInteger(configured) && configured > 0 ? configured : DEFAULT_MAX_WATCHERS;
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     void ctx.blockConcurrencyWhile(() => {
-      this.store.migrate();
+      this.store.open();
       return Promise.resolve();
     });
   }

@@ -16,7 +16,10 @@
  *   remembers the highest pruned version so a watcher can tell whether history reaches it.
  * - Operation records are pruned only when both retention bounds of operations.ts are
  *   exceeded (≥ 1,000 newer records and older than one hour).
- * - The schema is versioned: {@link MIGRATIONS} run in order, once, at construction.
+ * - The schema is versioned: {@link MIGRATIONS} run in order, once, at construction for an
+ *   object that has data, or just before the first write for a new one, so reading a claim
+ *   that was never created leaves its object's storage empty. A schema newer than the code
+ *   is refused (`internal`) rather than misread.
  *
  * Does not: decide anything (machine.ts does), arm alarms or talk to sockets.
  */
@@ -88,20 +91,39 @@ type ClaimRow = {
 export type History = { kind: "events"; messages: string[] } | { kind: "truncated" };
 
 export class ClaimStore {
+  /** False until the schema exists: an object only ever read stays empty (SPEC: reading never creates). */
+  private ready = false;
+
   constructor(private readonly storage: DurableObjectStorage) {}
 
   private get sql(): SqlStorage {
     return this.storage.sql;
   }
 
-  /** Bring the schema up to date. Idempotent; call under `blockConcurrencyWhile`. */
+  /**
+   * Upgrade an existing schema; leave a brand-new object without any table until its first
+   * write. Call under `blockConcurrencyWhile`.
+   */
+  open(): void {
+    const existing = this.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+      .toArray();
+    if (existing.length > 0) this.migrate();
+  }
+
+  /** Bring the schema up to date. Idempotent. */
   migrate(): void {
     this.storage.transactionSync(() => {
       this.sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
       const current = Number(this.meta("schema_version") ?? "0");
+      if (current > MIGRATIONS.length) {
+        // Written by a newer deployment: refuse rather than misread it.
+        throw new ShiftlockError("internal", `claim schema ${current} is newer than this code (${MIGRATIONS.length})`);
+      }
       for (let v = current; v < MIGRATIONS.length; v++) this.sql.exec(MIGRATIONS[v]!);
       if (current !== MIGRATIONS.length) this.setMeta("schema_version", String(MIGRATIONS.length));
     });
+    this.ready = true;
   }
 
   private meta(key: string): string | undefined {
@@ -119,6 +141,7 @@ export class ClaimStore {
 
   /** The current record, or undefined when the claim was never created. */
   load(): ClaimRecord | undefined {
+    if (!this.ready) return undefined;
     const row = this.sql.exec<ClaimRow>("SELECT * FROM claim WHERE id = 1").toArray()[0];
     if (row === undefined) return undefined;
     return {
@@ -140,6 +163,7 @@ export class ClaimStore {
 
   /** The stored operation record for `operationId`, if still retained. */
   findOperation(operationId: string): OperationRecord | undefined {
+    if (!this.ready) return undefined;
     const row = this.sql
       .exec<{ fingerprint: string; status: number; body: string; at_ms: number }>(
         "SELECT fingerprint, status, body, at_ms FROM operations WHERE operation_id = ?",
@@ -156,6 +180,8 @@ export class ClaimStore {
    * atomically. `previous` is the record the step was decided from.
    */
   commit(previous: ClaimRecord | undefined, step: ClaimStep, operation: OperationRecord | undefined): void {
+    if (!step.changed && step.events.length === 0 && operation === undefined) return;
+    if (!this.ready) this.migrate();
     this.storage.transactionSync(() => {
       if (step.changed && step.next !== undefined) this.writeRecord(previous, step.next, step.tokenAdvanced);
       for (const event of step.events) this.appendEvent(event);
@@ -253,8 +279,9 @@ export class ClaimStore {
    * longer reaches `afterVersion` (pruned past it) or `afterVersion` is beyond the record.
    */
   history(afterVersion: bigint, current: ClaimRecord | undefined): History {
-    const prunedThrough = BigInt(this.meta("events_pruned_through") ?? "0");
+    const prunedThrough = this.prunedThrough();
     if (afterVersion < prunedThrough || afterVersion > (current?.version ?? 0n)) return { kind: "truncated" };
+    if (!this.ready) return { kind: "events", messages: [] };
     const messages = this.sql
       .exec<{ message: string }>(
         "SELECT message FROM events WHERE version > ? ORDER BY version ASC",
@@ -267,6 +294,7 @@ export class ClaimStore {
 
   /** How many retained events have a version in (`after`, `through`]. */
   countEvents(after: bigint, through: bigint): number {
+    if (!this.ready) return 0;
     return this.sql
       .exec<{ n: number }>(
         "SELECT COUNT(*) AS n FROM events WHERE version > ? AND version <= ?",
@@ -276,8 +304,9 @@ export class ClaimStore {
       .one().n;
   }
 
-  /** Test and repair hook: the highest version whose event may have been pruned. */
+  /** The highest version whose event may have been pruned (0: history is complete). */
   prunedThrough(): bigint {
+    if (!this.ready) return 0n;
     return BigInt(this.meta("events_pruned_through") ?? "0");
   }
 }

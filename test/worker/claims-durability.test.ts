@@ -129,6 +129,7 @@ describe("claim durability", { timeout: 60_000 }, () => {
     await c.post("/release", { generationId: "g1", token: "1" });
     const outcome = await runInDurableObject(c.stub(), (_instance, state) => {
       const store = new ClaimStore(state.storage);
+      store.open();
       const stored = store.load()!;
       // A decision made from an older copy (token 0) must not land on the stored token 1.
       const stale = { ...stored, fencingToken: 0n, version: stored.version };
@@ -160,5 +161,21 @@ describe("claim durability", { timeout: 60_000 }, () => {
       }
     });
     expect(res).toMatchObject({ status: 500, body: { code: "internal" } });
+  });
+
+  it("reading or watching a claim never created leaves its object's storage empty", async () => {
+    const c = fresh();
+    expect((await c.read()).status).toBe(404);
+    const w = await openWatch(c.ns, c.claim, "?afterVersion=0");
+    const refused = await c.post("/renew", { generationId: "g1", token: "1", ttlMs: TTL });
+    expect(refused.status).toBe(404);
+    const tables = await runInDurableObject(c.stub(), (_i, state) =>
+      state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'").toArray(),
+    );
+    expect(tables).toEqual([]);
+    // The first write creates the schema and the claim; the open watcher hears it.
+    await c.post("/acquire", { generationId: "g1", ttlMs: TTL });
+    expect(await w.next()).toMatchObject({ type: "event", reason: "acquired", claim: { version: "1" } });
+    w.ws.close(1000);
   });
 });
