@@ -31,7 +31,16 @@ import http from "node:http";
 export async function makeClient(token) {
   const headers = { authorization: `Bearer ${token}` };
   const jsonHeaders = { ...headers, "content-type": "application/json" };
-  const parse = (text) => (text === "" ? undefined : JSON.parse(text));
+  // A non-JSON body (e.g. the dev server's "worker restarted" page) is kept as text so the
+  // failure names it instead of failing on the parse.
+  const parse = (text) => {
+    if (text === "") return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return { raw: text.slice(0, 200) };
+    }
+  };
   try {
     const undici = await import("undici");
     const { createRequire } = await import("node:module");
@@ -87,7 +96,7 @@ export async function makeClient(token) {
  */
 export function expectStatus(reply, status, what) {
   if (reply.status !== status) {
-    const code = reply.body?.error?.code ?? JSON.stringify(reply.body)?.slice(0, 200);
+    const code = reply.body?.error?.code ?? reply.body?.raw ?? JSON.stringify(reply.body)?.slice(0, 200);
     throw new Error(`${what}: expected ${status}, got ${reply.status} (${code})`);
   }
   return reply.body;
