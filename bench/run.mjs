@@ -30,6 +30,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { execFileSync } from "node:child_process";
 import { makeClient } from "./http.mjs";
 import { cleanupBundle, startServer } from "./server.mjs";
 import { claimCycles, claimReads, claimWriteCost, coordCycles, healthz } from "./throughput.mjs";
@@ -89,6 +90,15 @@ const machine = {
 const results = {
   command: `node bench/run.mjs ${process.argv.slice(2).join(" ")}`.trim(),
   startedAt: new Date().toISOString(),
+  commit: (() => {
+    try {
+      const head = execFileSync("git", ["rev-parse", "--short", "HEAD"]).toString().trim();
+      const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"]).toString().trim() !== "";
+      return dirty ? `${head} (with uncommitted changes)` : head;
+    } catch {
+      return "unknown";
+    }
+  })(),
   machine,
   client: client.name,
   server:
@@ -257,7 +267,7 @@ function writeDoc(r, tables) {
   const section = [
     begin,
     "",
-    `Command: \`${r.command}\` (started ${r.startedAt}).`,
+    `Command: \`${r.command}\` at commit ${r.commit} (started ${r.startedAt}).`,
     "",
     `Machine: ${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; load average ${m.loadAvg1mAtStart} at the start. Server state in \`${m.stateDir}\` (one synchronous 4 KiB write + fsync there: ${m.fsyncMsPer4KiB} ms). Client: ${r.client}, on the same machine. Server: ${r.server}. Each throughput figure is a ${r.durationSeconds} s closed loop after a short warm-up.`,
     "",
