@@ -38,7 +38,9 @@ import { isRememberedStatus, replay, requestFingerprint } from "./operations.ts"
 import { claimResultToResponse } from "./response.ts";
 import type { WireResponse } from "./response.ts";
 import { ClaimStore } from "./store.ts";
-import { ClaimWatchers, PING_TEXT, PONG_TEXT, closeQuietly, watchRefusal } from "./watch.ts";
+import { ClaimWatchers } from "./watch.ts";
+import { closeQuietly, jsonResponse } from "../http/websocket.ts";
+import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** A validated mutation as the router hands it over. */
 export type ClaimRequest =
@@ -99,7 +101,7 @@ export class ClaimObject extends DurableObject<Env> {
     this.watchers = new ClaimWatchers(ctx, this.store);
     const configured = Number.parseInt(env.MAX_WATCHERS_PER_OBJECT, 10);
     this.maxWatchers = Number.isSafeInteger(configured) && configured > 0 ? configured : DEFAULT_MAX_WATCHERS;
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
     void ctx.blockConcurrencyWhile(() => {
       this.store.open();
       return Promise.resolve();
@@ -140,10 +142,10 @@ export class ClaimObject extends DurableObject<Env> {
     const afterVersion = after === null ? undefined : parseCounter(after);
     const badAfter = after !== null && afterVersion === undefined;
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || name === "" || badAfter) {
-      return watchRefusal(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
+      return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
     }
     if (this.watchers.count() >= this.maxWatchers) {
-      return watchRefusal(
+      return jsonResponse(
         429,
         errorEnvelope("rate_limited", "too many watchers on this claim", { retryAfterMs: 1000 }),
         {

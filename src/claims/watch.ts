@@ -21,27 +21,15 @@
  */
 import { claimToWire } from "../protocol/claims.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
-import type { ErrorEnvelope } from "../protocol/errors.ts";
 import { parseCounter } from "../protocol/counter.ts";
+import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS, WATCH_PONG_TEXT } from "../protocol/watch.ts";
+import { closeQuietly } from "../http/websocket.ts";
 import type { ClaimEvent } from "./machine.ts";
 import { eventMessage } from "./store.ts";
 import type { ClaimStore } from "./store.ts";
 
 /** Tag of every watch socket (the object has no other kind). */
 export const WATCH_TAG = "watch";
-
-/** Close code for a subscriber that fell behind (SPEC §3). */
-export const LAGGING_CLOSE_CODE = 4008;
-
-/**
- * Events a subscriber may have outstanding without acknowledging them. Equal to four times
- * the retained history, so an acknowledging client that is merely bursty is never closed.
- */
-export const WATCH_MAX_UNACKED_EVENTS = 1024;
-
-/** The exact ping the runtime answers without waking the object. */
-export const PING_TEXT = '{"type":"ping"}';
-export const PONG_TEXT = '{"type":"pong"}';
 
 /** Per-socket state that survives hibernation. `v` versions the shape. */
 export interface WatchAttachment {
@@ -55,15 +43,6 @@ export interface WatchAttachment {
 function readAttachment(ws: WebSocket): WatchAttachment | undefined {
   const a = ws.deserializeAttachment() as Partial<WatchAttachment> | null;
   return a !== null && a.v === 1 && typeof a.lastSent === "string" ? (a as WatchAttachment) : undefined;
-}
-
-/** Close without ever throwing (a socket may already be closing; 1005/1006 are not sendable). */
-export function closeQuietly(ws: WebSocket, code: number, reason: string): void {
-  try {
-    ws.close(code, reason);
-  } catch {
-    // Already closed: nothing left to tell the peer.
-  }
 }
 
 export class ClaimWatchers {
@@ -147,7 +126,7 @@ export class ClaimWatchers {
     if (parsed === null || typeof parsed !== "object") return;
     const msg = parsed as { type?: unknown; version?: unknown };
     if (msg.type === "ping") {
-      ws.send(PONG_TEXT);
+      ws.send(WATCH_PONG_TEXT);
       return;
     }
     if (msg.type !== "ack" || typeof msg.version !== "string") return;
@@ -161,11 +140,4 @@ export class ClaimWatchers {
     // An ack older than retained history cannot be counted exactly; keep the conservative count.
     ws.serializeAttachment({ ...state, unacked } satisfies WatchAttachment);
   }
-}
-
-/** The JSON response for a refused watch (the upgrade never happens). */
-export function watchRefusal(status: number, body: ErrorEnvelope, headers?: HeadersInit): Response {
-  const h = new Headers(headers);
-  h.set("Content-Type", "application/json");
-  return new Response(JSON.stringify(body), { status, headers: h });
 }

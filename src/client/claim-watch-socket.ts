@@ -29,6 +29,7 @@
  */
 import type { Clock } from "../protocol/clock.ts";
 import { hasCode } from "../protocol/errors.ts";
+import { LAGGING_CLOSE_CODE, WATCH_PING_TEXT } from "../protocol/watch.ts";
 import type { ClaimWatch, ClaimWatchItem } from "./claims-backend.ts";
 import { decodeClaim } from "./decode.ts";
 import { WatchQueue } from "./watch-queue.ts";
@@ -71,8 +72,6 @@ export interface SocketWatchOptions {
 }
 
 const OPEN = 1;
-/** Close code of a subscriber the server found lagging (SPEC §3). */
-export const LAGGING_CLOSE_CODE = 4008;
 /** Acknowledge after this many consumed events (the server tolerates 1,024 unacknowledged). */
 export const ACK_EVERY = 128;
 const PERMANENT = ["unauthorized", "forbidden", "invalid_request", "not_found"] as const;
@@ -276,7 +275,7 @@ export class SocketClaimWatch implements ClaimWatch {
         return;
       }
       try {
-        socket.send('{"type":"ping"}');
+        socket.send(WATCH_PING_TEXT);
       } catch {
         closeQuietly(socket);
         return;
@@ -326,7 +325,8 @@ export class SocketClaimWatch implements ClaimWatch {
   }
 }
 
-function closeQuietly(socket: WebSocketLike): void {
+/** Close a client socket without throwing (it may be closing or never opened). */
+export function closeQuietly(socket: WebSocketLike): void {
   try {
     socket.close(1000, "client closed");
   } catch {

@@ -21,7 +21,8 @@
 import type { Clock } from "../protocol/clock.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import type { WebSocketLike } from "./claim-watch-socket.ts";
+import { type WebSocketLike, closeQuietly } from "./claim-watch-socket.ts";
+import { WATCH_PING_TEXT } from "../protocol/watch.ts";
 import { decodeEvent } from "./coord-decode.ts";
 import type { CoordEvent, CoordWatch } from "./coord-types.ts";
 import { WatchQueue } from "./watch-queue.ts";
@@ -212,7 +213,7 @@ export class SocketCoordWatch implements CoordWatch {
         return;
       }
       try {
-        socket.send('{"type":"ping"}');
+        socket.send(WATCH_PING_TEXT);
       } catch {
         closeQuietly(socket);
         return;
@@ -254,13 +255,5 @@ export class SocketCoordWatch implements CoordWatch {
     if (event.generation > this.last) this.last = event.generation;
     this.queue.push(event);
     return "event";
-  }
-}
-
-function closeQuietly(socket: WebSocketLike): void {
-  try {
-    socket.close(1000, "client closed");
-  } catch {
-    // Already closing or never opened.
   }
 }

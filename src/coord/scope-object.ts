@@ -27,7 +27,9 @@ import { type ScopeCommand, type ScopeState, type ScopeStep, decideScope, nextDe
 import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "./response.ts";
 import { ScopeStore } from "./store.ts";
 import { PendingWaiters } from "./waiters.ts";
-import { PING_TEXT, PONG_TEXT, ScopeWatchers, closeQuietly } from "./watch.ts";
+import { ScopeWatchers } from "./watch.ts";
+import { closeQuietly, jsonResponse } from "../http/websocket.ts";
+import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** Internal query parameters of the watch upgrade the router forwards. */
 export const SCOPE_WATCH_PARAMS = {
@@ -71,7 +73,7 @@ export class ScopeObject extends DurableObject<Env> {
     super(ctx, env);
     this.store = new ScopeStore(ctx.storage);
     this.watchers = new ScopeWatchers(ctx, this.store);
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
     void ctx.blockConcurrencyWhile(() => {
       this.store.migrate();
       return Promise.resolve();
@@ -287,10 +289,4 @@ function parseScope(text: string | null): ScopeId | undefined {
   } catch {
     return undefined;
   }
-}
-
-function jsonResponse(status: number, body: unknown, headers?: HeadersInit): Response {
-  const h = new Headers(headers);
-  h.set("Content-Type", "application/json");
-  return new Response(JSON.stringify(body), { status, headers: h });
 }

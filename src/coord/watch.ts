@@ -21,17 +21,15 @@
  *
  * Does not: authenticate (the router does) or persist history (the store does).
  */
-import { CLOSE_LAGGING, type CoordEvent, WATCH_MAX_UNACKED_EVENTS, eventToWire } from "../protocol/coord.ts";
+import { type CoordEvent, eventToWire } from "../protocol/coord.ts";
+import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS, WATCH_PONG_TEXT } from "../protocol/watch.ts";
+import { closeQuietly } from "../http/websocket.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import type { ScopeState } from "./machine.ts";
 import type { ScopeStore } from "./store.ts";
 
 /** Tag of every watch socket. */
 export const WATCH_TAG = "coord-watch";
-
-/** The exact ping the runtime answers without waking the object. */
-export const PING_TEXT = '{"type":"ping"}';
-export const PONG_TEXT = '{"type":"pong"}';
 
 /** Per-socket state that survives hibernation. `v` versions the shape. */
 interface WatchAttachment {
@@ -47,15 +45,6 @@ function readAttachment(ws: WebSocket): WatchAttachment {
   return a !== null && a.v === 1 && typeof a.sent === "number" && typeof a.acked === "number"
     ? (a as WatchAttachment)
     : { v: 1, sent: 0, acked: 0 };
-}
-
-/** Close without throwing (the socket may already be closing; 1005/1006 are not sendable). */
-export function closeQuietly(ws: WebSocket, code: number, reason: string): void {
-  try {
-    ws.close(code, reason);
-  } catch {
-    // Already closed: nothing left to tell the peer.
-  }
 }
 
 export class ScopeWatchers {
@@ -112,7 +101,7 @@ export class ScopeWatchers {
         sent++;
       }
       if (lagging) {
-        closeQuietly(ws, CLOSE_LAGGING, "subscriber lagging; resume with afterGeneration");
+        closeQuietly(ws, LAGGING_CLOSE_CODE, "subscriber lagging; resume with afterGeneration");
         continue;
       }
       ws.serializeAttachment({ v: 1, sent, acked: state.acked } satisfies WatchAttachment);
@@ -131,7 +120,7 @@ export class ScopeWatchers {
     if (parsed === null || typeof parsed !== "object") return;
     const msg = parsed as { type?: unknown; count?: unknown };
     if (msg.type === "ping") {
-      ws.send(PONG_TEXT);
+      ws.send(WATCH_PONG_TEXT);
       return;
     }
     if (msg.type !== "ack" || typeof msg.count !== "number" || !Number.isSafeInteger(msg.count)) return;

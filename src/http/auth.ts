@@ -180,3 +180,12 @@ export function authorize(grant: Grant, namespace: string, method: string): void
   }
   if (!isReadMethod(method) && grant.role !== "write") throw new ShiftlockError("forbidden", "token is read-only");
 }
+
+/** The offered `shiftlock.bearer.*` subprotocol, which a watch handshake must echo. */
+export function offeredBearerSubprotocol(header: string | undefined): string | undefined {
+  for (const raw of header?.split(",") ?? []) {
+    const protocol = raw.trim();
+    if (protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX)) return protocol;
+  }
+  return undefined;
+}

@@ -27,7 +27,7 @@ import { WATCH_PARAMS } from "../claims/claim-object.ts";
 import type { ClaimObject, ClaimRequest } from "../claims/claim-object.ts";
 import type { WireResponse } from "../claims/response.ts";
 import type { AppEnv } from "./app-env.ts";
-import { BEARER_SUBPROTOCOL_PREFIX } from "./auth.ts";
+import { offeredBearerSubprotocol } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";
 import { objectName } from "./object-names.ts";
 import { nameParam } from "./params.ts";
@@ -85,17 +85,8 @@ claimRoutes.get("/:claim/watch", async (c) => {
   const target = new URL("https://claim.internal/watch");
   target.searchParams.set(WATCH_PARAMS.name, name);
   if (afterVersion !== undefined) target.searchParams.set(WATCH_PARAMS.afterVersion, afterVersion.toString());
-  const subprotocol = bearerSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
+  const subprotocol = offeredBearerSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
   if (subprotocol !== undefined) target.searchParams.set(WATCH_PARAMS.subprotocol, subprotocol);
   // Only the upgrade itself travels on; the token stays in the router.
   return stub.fetch(target.toString(), { headers: { Upgrade: "websocket" } });
 });
-
-/** The offered `shiftlock.bearer.*` subprotocol, which the handshake must echo. */
-function bearerSubprotocol(header: string | undefined): string | undefined {
-  for (const raw of header?.split(",") ?? []) {
-    const protocol = raw.trim();
-    if (protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX)) return protocol;
-  }
-  return undefined;
-}

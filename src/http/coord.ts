@@ -34,7 +34,7 @@ import { SCOPE_WATCH_PARAMS } from "../coord/scope-object.ts";
 import type { ScopeObject } from "../coord/scope-object.ts";
 import type { WireResponse } from "../coord/response.ts";
 import type { AppEnv } from "./app-env.ts";
-import { BEARER_SUBPROTOCOL_PREFIX } from "./auth.ts";
+import { offeredBearerSubprotocol } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";
 import { objectName } from "./object-names.ts";
 import { nameParam } from "./params.ts";
@@ -146,7 +146,7 @@ scopeRoutes.get("/watch", async (c) => {
   target.searchParams.set(SCOPE_WATCH_PARAMS.scope, JSON.stringify(scope));
   if (afterGeneration !== undefined)
     target.searchParams.set(SCOPE_WATCH_PARAMS.afterGeneration, afterGeneration.toString());
-  const subprotocol = bearerSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
+  const subprotocol = offeredBearerSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
   if (subprotocol !== undefined) target.searchParams.set(SCOPE_WATCH_PARAMS.subprotocol, subprotocol);
   // Only the upgrade itself travels on; the token stays in the router.
   return stub.fetch(target.toString(), { headers: { Upgrade: "websocket" } });
@@ -158,15 +158,6 @@ scopeRoutes.get("/watch", async (c) => {
  */
 function leaseParam(c: CoordContext): string {
   return c.req.param("leaseId") ?? "";
-}
-
-/** The offered `shiftlock.bearer.*` subprotocol, which the handshake must echo. */
-function bearerSubprotocol(header: string | undefined): string | undefined {
-  for (const raw of header?.split(",") ?? []) {
-    const protocol = raw.trim();
-    if (protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX)) return protocol;
-  }
-  return undefined;
 }
 
 export const coordRoutes = new Hono<AppEnv>();

@@ -27,15 +27,6 @@ export const ROOT_MAX_BYTES = 16 * 1024;
 /** Publishes retained per scope for watch replay (SPEC asks for at least 256). */
 export const HISTORY_RETAINED = 256;
 
-/** WebSocket close code for a subscriber that could not keep up (SPEC §3/§4). */
-export const CLOSE_LAGGING = 4008;
-
-/**
- * Event messages a watch subscriber may have unacknowledged before it is closed with
- * {@link CLOSE_LAGGING}. Subscribers acknowledge with {@link watchAckSchema} messages.
- */
-export const WATCH_MAX_UNACKED_EVENTS = 1024;
-
 /**
  * A scope's identity. `objectStoreId` and `key` are `""` when absent (names are ≥ 1 byte,
  * so `""` can never collide with a real id). A scope with a `key` is keyed (mutual exclusion

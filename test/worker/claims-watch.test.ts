@@ -5,7 +5,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { EVENT_RETENTION } from "../../src/claims/store.ts";
-import { WATCH_MAX_UNACKED_EVENTS } from "../../src/claims/watch.ts";
+import { WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/watch.ts";
 import {
   READ,
   churn,

@@ -5,7 +5,8 @@ import { runInDurableObject } from "cloudflare:test";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import { WATCH_TAG } from "../../src/coord/watch.ts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { HISTORY_RETAINED, WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/coord.ts";
+import { HISTORY_RETAINED } from "../../src/protocol/coord.ts";
+import { WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/watch.ts";
 import { acquire, del, get, openWatch, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
 
 beforeAll(async () => {
