@@ -14,7 +14,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { makeClient, expectStatus } from "./http.mjs";
-import { startServer } from "./server.mjs";
+import { cleanupBundle, startServer } from "./server.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -101,4 +101,5 @@ try {
 } finally {
   await client.close();
   await server.stop();
+  cleanupBundle();
 }
