@@ -131,6 +131,13 @@ export async function startServer(kind = "wrangler-dev") {
       // not listening yet
     }
     if (child.exitCode !== null || performance.now() > deadline) {
+      // Leave nothing behind: neither a half-started process group nor its state directory.
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      rmSync(stateDir, { recursive: true, force: true });
       throw new Error(`server did not start (exit ${child.exitCode}):\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 200));
