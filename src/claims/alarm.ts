@@ -3,28 +3,24 @@
  * anyone touching the claim (SPEC §3 "Expiry").
  *
  * Guarantees:
- * - One alarm per object, always recomputed from the saved record after every change: set
- *   to {@link nextDeadlineMs} (1 ms after `expiresAtMs`, since expiry is strict) or deleted
- *   when nothing can expire.
- * - {@link armAlarm} issues its storage call synchronously, before its first await, so the
- *   calls reach storage in commit order and the last one always matches the last saved
- *   record, even when two mutations' promises settle in another order (a read-then-write
- *   via `getAlarm` could let an older deadline overwrite a newer one).
+ * - After every change an alarm is armed at or before {@link nextDeadlineMs} (1 ms after
+ *   `expiresAtMs`, since expiry is strict) whenever the claim can expire. It is only moved
+ *   earlier ({@link AlarmSchedule}): a renew that extends the lease or a release leaves the
+ *   old alarm, which then fires early or for nothing and re-arms from the saved record.
  * - Correctness never depends on it: every access applies expiry lazily too. The handler is
  *   idempotent and safe to run early, late or twice (at-least-once delivery): it only asks
- *   the pure machine to `expire`, which changes nothing unless the deadline really passed,
- *   and then re-arms for whatever the record says now.
+ *   the pure machine to `expire`, which changes nothing unless the deadline really passed.
  *
  * Does not: persist records or publish events itself (the object's five steps do).
  */
+import type { AlarmSchedule } from "../durable/alarm-schedule.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
 import { nextDeadlineMs } from "./machine.ts";
 
 /**
- * Arm (or clear) the alarm for `record`'s deadline. Call it right after the save, before
- * any await, and await the returned promise afterwards.
+ * Arm the alarm for `record`'s deadline if it is not armed early enough. Call it right
+ * after the save, before any await, and await the returned promise afterwards.
  */
-export function armAlarm(storage: DurableObjectStorage, record: ClaimRecord | undefined): Promise<void> {
-  const deadline = nextDeadlineMs(record);
-  return deadline === undefined ? storage.deleteAlarm() : storage.setAlarm(deadline);
+export function armAlarm(schedule: AlarmSchedule, record: ClaimRecord | undefined): Promise<void> {
+  return schedule.ensure(nextDeadlineMs(record));
 }

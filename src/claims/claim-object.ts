@@ -32,6 +32,7 @@ import type { Clock } from "../protocol/clock.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError, errorEnvelope } from "../protocol/errors.ts";
 import { armAlarm } from "./alarm.ts";
+import { AlarmSchedule } from "../durable/alarm-schedule.ts";
 import { decideClaim } from "./machine.ts";
 import type { ClaimCommand, ClaimStep } from "./machine.ts";
 import { isRememberedStatus, replay, requestFingerprint } from "./operations.ts";
@@ -39,7 +40,7 @@ import { claimResultToResponse } from "./response.ts";
 import type { WireResponse } from "./response.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
-import { closeQuietly, jsonResponse } from "../http/websocket.ts";
+import { closeQuietly, jsonResponse } from "../durable/websocket.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** A validated mutation as the router hands it over. */
@@ -90,6 +91,7 @@ export const DEFAULT_MAX_WATCHERS = 2000;
 export class ClaimObject extends DurableObject<Env> {
   private readonly store: ClaimStore;
   private readonly watchers: ClaimWatchers;
+  private readonly alarms: AlarmSchedule;
   /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
   clock: Clock = systemClock;
   /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
@@ -98,13 +100,14 @@ export class ClaimObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new ClaimStore(ctx.storage);
+    this.alarms = new AlarmSchedule(ctx.storage);
     this.watchers = new ClaimWatchers(ctx, this.store);
     const configured = Number.parseInt(env.MAX_WATCHERS_PER_OBJECT, 10);
     this.maxWatchers = Number.isSafeInteger(configured) && configured > 0 ? configured : DEFAULT_MAX_WATCHERS;
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
-    void ctx.blockConcurrencyWhile(() => {
+    void ctx.blockConcurrencyWhile(async () => {
       this.store.open();
-      return Promise.resolve();
+      await this.alarms.load();
     });
   }
 
@@ -167,12 +170,13 @@ export class ClaimObject extends DurableObject<Env> {
 
   /** Expiry at the deadline, with nobody touching the claim. Idempotent. */
   override async alarm(): Promise<void> {
+    this.alarms.fired();
     const current = this.store.load();
     if (current === undefined) return;
     const step = decideClaim(current.name, current, { kind: "expire" }, this.clock.nowMs());
     if (step.changed) this.store.commit(current, step, undefined);
     // Early, late or repeated runs all end here: re-arm for what the record says now.
-    const armed = armAlarm(this.ctx.storage, step.next);
+    const armed = armAlarm(this.alarms, step.next);
     this.watchers.publish(step.events);
     await armed;
   }
@@ -213,7 +217,7 @@ export class ClaimObject extends DurableObject<Env> {
    */
   private async afterCommit(step: ClaimStep, publish = true): Promise<void> {
     if (!step.changed) return;
-    const armed = armAlarm(this.ctx.storage, step.next);
+    const armed = armAlarm(this.alarms, step.next);
     if (publish) this.watchers.publish(step.events);
     await armed;
   }

@@ -23,7 +23,7 @@ import { claimToWire } from "../protocol/claims.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS, WATCH_PONG_TEXT } from "../protocol/watch.ts";
-import { closeQuietly } from "../http/websocket.ts";
+import { closeQuietly } from "../durable/websocket.ts";
 import type { ClaimEvent } from "./machine.ts";
 import { eventMessage } from "./store.ts";
 import type { ClaimStore } from "./store.ts";

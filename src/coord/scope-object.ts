@@ -28,7 +28,8 @@ import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "./r
 import { ScopeStore } from "./store.ts";
 import { PendingWaiters } from "./waiters.ts";
 import { ScopeWatchers } from "./watch.ts";
-import { closeQuietly, jsonResponse } from "../http/websocket.ts";
+import { AlarmSchedule } from "../durable/alarm-schedule.ts";
+import { closeQuietly, jsonResponse } from "../durable/websocket.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** Internal query parameters of the watch upgrade the router forwards. */
@@ -62,8 +63,7 @@ export class ScopeObject extends DurableObject<Env> {
   private readonly cancelled = new Set<string>();
   /** The scope's state, including the in-memory waiter queue; loaded on first use. */
   private state: ScopeState | undefined;
-  /** The alarm time last set by this instance (avoids rewriting an unchanged alarm). */
-  private armedAt: number | null | undefined;
+  private readonly alarms: AlarmSchedule;
   /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
   clock: Clock = systemClock;
   /** Queue bound (replaceable in tests via runInDurableObject). */
@@ -72,11 +72,12 @@ export class ScopeObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new ScopeStore(ctx.storage);
+    this.alarms = new AlarmSchedule(ctx.storage);
     this.watchers = new ScopeWatchers(ctx, this.store);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
-    void ctx.blockConcurrencyWhile(() => {
+    void ctx.blockConcurrencyWhile(async () => {
       this.store.migrate();
-      return Promise.resolve();
+      await this.alarms.load();
     });
   }
 
@@ -204,7 +205,7 @@ export class ScopeObject extends DurableObject<Env> {
 
   /** Lease expiry and waiter deadlines with nobody touching the scope. Idempotent. */
   override async alarm(): Promise<void> {
-    this.armedAt = undefined;
+    this.alarms.fired();
     const scope = this.state?.scope ?? this.store.storedScope();
     if (scope === undefined) return;
     this.decide(scope, { kind: "expire" });
@@ -264,13 +265,12 @@ export class ScopeObject extends DurableObject<Env> {
     return step;
   }
 
-  /** Step 5: one alarm at the earliest deadline, or none. */
-  private async armAlarm(): Promise<void> {
-    const deadline = this.state === undefined ? undefined : (nextDeadlineMs(this.state) ?? null);
-    if (deadline === undefined || deadline === this.armedAt) return;
-    if (deadline === null) await this.ctx.storage.deleteAlarm();
-    else await this.ctx.storage.setAlarm(deadline);
-    this.armedAt = deadline;
+  /**
+   * Step 5: an alarm no later than the earliest deadline (lease expiry, waiter deadlines).
+   * Only ever moved earlier; an early alarm finds nothing due and re-arms (AlarmSchedule).
+   */
+  private armAlarm(): Promise<void> {
+    return this.alarms.ensure(this.state === undefined ? undefined : nextDeadlineMs(this.state));
   }
 }
 

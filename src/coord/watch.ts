@@ -23,7 +23,7 @@
  */
 import { type CoordEvent, eventToWire } from "../protocol/coord.ts";
 import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS, WATCH_PONG_TEXT } from "../protocol/watch.ts";
-import { closeQuietly } from "../http/websocket.ts";
+import { closeQuietly } from "../durable/websocket.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import type { ScopeState } from "./machine.ts";
 import type { ScopeStore } from "./store.ts";

@@ -102,9 +102,13 @@ describe("claim expiry", { timeout: 60_000 }, () => {
     const read = await c.read();
     expect(read.body.claim).toMatchObject({ phase: "unowned", reason: "expired", version: "2" });
     expect(await w.next()).toMatchObject({ reason: "expired", claim: { version: "2" } });
-    expect(await c.alarmAt()).toBeNull();
     // Persisted: a second read is the same record.
     expect((await c.read()).body).toEqual(read.body);
+    // The alarm armed for the old deadline is left in place; when it fires it finds nothing
+    // to expire, changes nothing and arms no new alarm.
+    expect(await runDurableObjectAlarm(c.stub)).toBe(true);
+    expect((await c.read()).body).toEqual(read.body);
+    expect(await c.alarmAt()).toBeNull();
     w.ws.close(1000);
   });
 
@@ -125,6 +129,13 @@ describe("claim expiry", { timeout: 60_000 }, () => {
       ["expired", "2"],
       ["acquired", "3"],
     ]);
+    // The alarm is never later than the new owner's deadline: the old, earlier one stays
+    // armed, and firing re-arms it for the new deadline without expiring anything.
+    const armed = await c.alarmAt();
+    expect(armed).not.toBeNull();
+    expect(armed!).toBeLessThanOrEqual(res.body.claim.expiresAtMs + 1);
+    expect(await runDurableObjectAlarm(c.stub)).toBe(true);
+    expect((await c.read()).body.claim).toMatchObject({ ownerGeneration: "g2", version: "3" });
     expect(await c.alarmAt()).toBe(res.body.claim.expiresAtMs + 1);
     w.ws.close(1000);
     await runInDurableObject(c.stub, (_i, state) => state.storage.deleteAlarm());
@@ -140,18 +151,25 @@ describe("claim expiry", { timeout: 60_000 }, () => {
     expect((await c.read()).body.claim).toMatchObject({ reason: "expired", version: "2" });
   });
 
-  it("renew moves the alarm; release clears it", async () => {
+  it("a renew that extends the lease leaves the earlier alarm, which re-arms; a release leaves a harmless one", async () => {
     const c = await setup();
-    await c.post("/acquire", { generationId: "g1", ttlMs: 60_000 });
+    const acquired = (await c.post("/acquire", { generationId: "g1", ttlMs: 60_000 })).body.claim;
     await c.clock.advance(30_000);
     const renewed = (await c.post("/renew", { generationId: "g1", token: "1", ttlMs: 120_000 })).body.claim;
-    expect(await c.alarmAt()).toBe(renewed.expiresAtMs + 1);
-    // The old deadline passes without expiry.
+    // No alarm write for an extension: the old deadline's alarm stays armed.
+    expect(await c.alarmAt()).toBe(acquired.expiresAtMs + 1);
+    // The old deadline passes without expiry, and the alarm moves to the renewed deadline.
     await c.clock.advance(31_000);
-    await runDurableObjectAlarm(c.stub);
-    expect((await c.read()).body.claim.phase).toBe("owned");
+    expect(await runDurableObjectAlarm(c.stub)).toBe(true);
+    expect((await c.read()).body.claim).toMatchObject({ phase: "owned", version: "2" });
     expect(await c.alarmAt()).toBe(renewed.expiresAtMs + 1);
-    await c.post("/release", { generationId: "g1", token: "1" });
+    // A renew that shortens the lease moves the alarm earlier at once.
+    const shortened = (await c.post("/renew", { generationId: "g1", token: "1", ttlMs: 10_000 })).body.claim;
+    expect(await c.alarmAt()).toBe(shortened.expiresAtMs + 1);
+    // Release leaves the alarm; firing it changes nothing and arms nothing.
+    const released = (await c.post("/release", { generationId: "g1", token: "1" })).body.claim;
+    expect(await runDurableObjectAlarm(c.stub)).toBe(true);
+    expect((await c.read()).body.claim).toEqual(released);
     expect(await c.alarmAt()).toBeNull();
     expect(await runDurableObjectAlarm(c.stub)).toBe(false);
   });
@@ -162,8 +180,12 @@ describe("claim expiry", { timeout: 60_000 }, () => {
     const ttls = [3_600_000, 120_000, 86_400_000, 90_000, 600_000];
     await Promise.all(ttls.map((ttlMs) => c.post("/renew", { generationId: "g1", token: "1", ttlMs })));
     const final = (await c.read()).body.claim;
+    // Whatever the interleaving, the alarm is never later than the saved deadline, and
+    // once it fires it is re-armed exactly for the last saved record.
+    expect(await c.alarmAt()).toBeLessThanOrEqual(final.expiresAtMs + 1);
+    expect(await runDurableObjectAlarm(c.stub)).toBe(true);
+    expect((await c.read()).body.claim).toEqual(final);
     expect(await c.alarmAt()).toBe(final.expiresAtMs + 1);
-    await c.post("/release", { generationId: "g1", token: "1" });
-    expect(await c.alarmAt()).toBeNull();
+    await runInDurableObject(c.stub, (_i, state) => state.storage.deleteAlarm());
   });
 });

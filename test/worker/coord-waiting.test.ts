@@ -68,6 +68,9 @@ describe("waiting", () => {
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe("lease_held");
     await del(`${scope.url}/leases/${a.leaseId}`);
+    // The released lease's alarm stays armed (alarms only move earlier); firing it finds
+    // nothing due and arms nothing more.
+    expect(await runDurableObjectAlarm(scopeStub(scope))).toBe(true);
     expect(await runDurableObjectAlarm(scopeStub(scope))).toBe(false);
   });
 
@@ -201,6 +204,9 @@ describe("expiry", () => {
     expect((await post(`${scope.url}/leases/${a.leaseId}/keepalive`, {})).status).toBe(410);
     await del(`${scope.url}/leases/${granted.body.lease.leaseId}`);
     expect(await watch.next()).toMatchObject({ processId: "b", unlocked: true });
+    // The released lease's alarm stays armed (alarms only move earlier); firing it finds
+    // nothing due and arms nothing more.
+    expect(await runDurableObjectAlarm(scopeStub(scope))).toBe(true);
     expect(await runDurableObjectAlarm(scopeStub(scope))).toBe(false);
     watch.ws.close(1000, "done");
   });
@@ -214,6 +220,9 @@ describe("expiry", () => {
     const b = await acquire(scope, "b");
     expect(b.epoch).toBe("2");
     await del(`${scope.url}/leases/${b.leaseId}`);
+    // The released lease's alarm stays armed (alarms only move earlier); firing it finds
+    // nothing due and arms nothing more.
+    expect(await runDurableObjectAlarm(scopeStub(scope))).toBe(true);
     expect(await runDurableObjectAlarm(scopeStub(scope))).toBe(false);
   });
 });
