@@ -22,8 +22,8 @@
 import { claimToWire } from "../protocol/claims.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
 import { parseCounter } from "../protocol/counter.ts";
-import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS, WATCH_PONG_TEXT } from "../protocol/watch.ts";
-import { closeQuietly } from "../durable/websocket.ts";
+import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS } from "../protocol/watch.ts";
+import { closeQuietly, readClientMessage } from "../durable/websocket.ts";
 import type { ClaimEvent } from "./machine.ts";
 import { eventMessage } from "./store.ts";
 import type { ClaimStore } from "./store.ts";
@@ -116,19 +116,8 @@ export class ClaimWatchers {
 
   /** Handle a client message: acks and pings; anything else is ignored. */
   message(ws: WebSocket, data: string | ArrayBuffer): void {
-    if (typeof data !== "string") return;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(data);
-    } catch {
-      return;
-    }
-    if (parsed === null || typeof parsed !== "object") return;
-    const msg = parsed as { type?: unknown; version?: unknown };
-    if (msg.type === "ping") {
-      ws.send(WATCH_PONG_TEXT);
-      return;
-    }
+    const msg = readClientMessage(ws, data) as { type?: unknown; version?: unknown } | undefined;
+    if (msg === undefined) return;
     if (msg.type !== "ack" || typeof msg.version !== "string") return;
     const acked = parseCounter(msg.version);
     const state = readAttachment(ws);

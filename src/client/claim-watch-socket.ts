@@ -29,7 +29,8 @@
  */
 import type { Clock } from "../protocol/clock.ts";
 import { hasCode } from "../protocol/errors.ts";
-import { LAGGING_CLOSE_CODE, WATCH_PING_TEXT } from "../protocol/watch.ts";
+import { LAGGING_CLOSE_CODE } from "../protocol/watch.ts";
+import { closeQuietly, parseFrame, pingUntilSilent } from "./socket-keepalive.ts";
 import type { ClaimWatch, ClaimWatchItem } from "./claims-backend.ts";
 import { decodeClaim } from "./decode.ts";
 import { WatchQueue } from "./watch-queue.ts";
@@ -237,7 +238,7 @@ export class SocketClaimWatch implements ClaimWatch {
         () => {},
       );
       socket.addEventListener("open", () => {
-        void this.keepAlive(socket, sessionEnd.signal, () => {
+        void pingUntilSilent(socket, this.options.clock, this.options.pingIntervalMs, sessionEnd.signal, () => {
           const alive = receivedSincePing;
           receivedSincePing = false;
           return alive;
@@ -257,40 +258,9 @@ export class SocketClaimWatch implements ClaimWatch {
     });
   }
 
-  /** Ping every interval; replace a connection that stayed silent for a whole interval. */
-  private async keepAlive(
-    socket: WebSocketLike,
-    signal: AbortSignal,
-    heardSinceLastPing: () => boolean,
-  ): Promise<void> {
-    for (;;) {
-      try {
-        await this.options.clock.sleep(this.options.pingIntervalMs, signal);
-      } catch {
-        return;
-      }
-      if (socket.readyState !== OPEN) return;
-      if (!heardSinceLastPing()) {
-        closeQuietly(socket);
-        return;
-      }
-      try {
-        socket.send(WATCH_PING_TEXT);
-      } catch {
-        closeQuietly(socket);
-        return;
-      }
-    }
-  }
-
   private onMessage(data: unknown): void {
-    let message: unknown;
-    try {
-      message = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer));
-    } catch {
-      return; // Not ours to interpret; the server only sends JSON.
-    }
-    if (message === null || typeof message !== "object") return;
+    const message = parseFrame(data);
+    if (message === undefined) return; // Not ours to interpret; the server only sends JSON.
     const m = message as { type?: unknown; claim?: unknown; truncated?: unknown; reason?: unknown; timeMs?: unknown };
     try {
       if (m.type === "snapshot") this.onSnapshot(m.claim, m.truncated === true);
@@ -322,14 +292,5 @@ export class SocketClaimWatch implements ClaimWatch {
       claim,
       timeMs: typeof timeMs === "number" ? timeMs : 0,
     });
-  }
-}
-
-/** Close a client socket without throwing (it may be closing or never opened). */
-export function closeQuietly(socket: WebSocketLike): void {
-  try {
-    socket.close(1000, "client closed");
-  } catch {
-    // Already closing or never opened.
   }
 }

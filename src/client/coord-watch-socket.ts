@@ -21,8 +21,8 @@
 import type { Clock } from "../protocol/clock.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import { type WebSocketLike, closeQuietly } from "./claim-watch-socket.ts";
-import { WATCH_PING_TEXT } from "../protocol/watch.ts";
+import type { WebSocketLike } from "./claim-watch-socket.ts";
+import { closeQuietly, parseFrame, pingUntilSilent } from "./socket-keepalive.ts";
 import { decodeEvent } from "./coord-decode.ts";
 import type { CoordEvent, CoordWatch } from "./coord-types.ts";
 import { WatchQueue } from "./watch-queue.ts";
@@ -44,7 +44,6 @@ export interface CoordSocketWatchOptions {
   onEnd?: () => void;
 }
 
-const OPEN = 1;
 const PERMANENT = ["unauthorized", "forbidden", "invalid_request", "not_found", "unsupported"];
 
 export class SocketCoordWatch implements CoordWatch {
@@ -181,7 +180,7 @@ export class SocketCoordWatch implements CoordWatch {
       };
       this.stop.signal.addEventListener("abort", finish, { once: true });
       socket.addEventListener("open", () => {
-        void this.pingLoop(socket, sessionEnd.signal, () => {
+        void pingUntilSilent(socket, this.options.clock, this.options.pingIntervalMs, sessionEnd.signal, () => {
           const alive = heard;
           heard = false;
           return alive;
@@ -199,36 +198,9 @@ export class SocketCoordWatch implements CoordWatch {
     });
   }
 
-  /** Ping every interval; replace a connection that stayed silent for a whole interval. */
-  private async pingLoop(socket: WebSocketLike, signal: AbortSignal, heardSinceLastPing: () => boolean): Promise<void> {
-    for (;;) {
-      try {
-        await this.options.clock.sleep(this.options.pingIntervalMs, signal);
-      } catch {
-        return;
-      }
-      if (socket.readyState !== OPEN) return;
-      if (!heardSinceLastPing()) {
-        closeQuietly(socket);
-        return;
-      }
-      try {
-        socket.send(WATCH_PING_TEXT);
-      } catch {
-        closeQuietly(socket);
-        return;
-      }
-    }
-  }
-
   private onMessage(data: unknown): "ready" | "event" | "other" | "bad" {
-    let message: unknown;
-    try {
-      message = JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer));
-    } catch {
-      return "bad";
-    }
-    if (message === null || typeof message !== "object") return "bad";
+    const message = parseFrame(data);
+    if (message === undefined) return "bad";
     const type = (message as { type?: unknown }).type;
     if (type === "ready") {
       // Resuming past the server's current generation would hide its next publishes.

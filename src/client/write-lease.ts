@@ -20,7 +20,7 @@
  * Does not: fence your storage. Pass `epoch` to whatever you write and have it refuse
  * smaller epochs; a lease alone cannot stop a paused process from writing late.
  */
-import type { Clock } from "../protocol/clock.ts";
+import { type Clock, sleepLinked } from "../protocol/clock.ts";
 import { ShiftlockError, hasCode } from "../protocol/errors.ts";
 import { keyedUnsupported } from "./coord-scope.ts";
 import type { CheckedScope } from "./coord-scope.ts";
@@ -351,20 +351,4 @@ function aborted(signal: AbortSignal): Promise<never> {
     if (signal.aborted) reject(signal.reason as Error);
     else signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true });
   });
-}
-
-/**
- * `clock.sleep` through a child signal whose link is removed afterwards, so a long-lived
- * `signal` does not collect one listener per sleep (whatever the clock does with it).
- */
-async function sleepLinked(clock: Clock, delayMs: number, signal: AbortSignal): Promise<void> {
-  signal.throwIfAborted();
-  const child = new AbortController();
-  const onAbort = (): void => child.abort(signal.reason);
-  signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    await clock.sleep(delayMs, child.signal);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }

@@ -22,8 +22,8 @@
  * Does not: authenticate (the router does) or persist history (the store does).
  */
 import { type CoordEvent, eventToWire } from "../protocol/coord.ts";
-import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS, WATCH_PONG_TEXT } from "../protocol/watch.ts";
-import { closeQuietly } from "../durable/websocket.ts";
+import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS } from "../protocol/watch.ts";
+import { closeQuietly, readClientMessage } from "../durable/websocket.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import type { ScopeState } from "./machine.ts";
 import type { ScopeStore } from "./store.ts";
@@ -110,19 +110,8 @@ export class ScopeWatchers {
 
   /** Client messages: pings and acks; anything else is ignored. */
   message(ws: WebSocket, data: string | ArrayBuffer): void {
-    if (typeof data !== "string") return;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(data);
-    } catch {
-      return;
-    }
-    if (parsed === null || typeof parsed !== "object") return;
-    const msg = parsed as { type?: unknown; count?: unknown };
-    if (msg.type === "ping") {
-      ws.send(WATCH_PONG_TEXT);
-      return;
-    }
+    const msg = readClientMessage(ws, data) as { type?: unknown; count?: unknown } | undefined;
+    if (msg === undefined) return;
     if (msg.type !== "ack" || typeof msg.count !== "number" || !Number.isSafeInteger(msg.count)) return;
     const state = readAttachment(ws);
     // Acks only move forward and never past what was sent.

@@ -6,6 +6,8 @@
  * envelope response, never a half-open socket.
  */
 
+import { WATCH_PONG_TEXT } from "../protocol/watch.ts";
+
 /** Close without ever throwing. */
 export function closeQuietly(ws: WebSocket, code: number, reason: string): void {
   try {
@@ -13,6 +15,28 @@ export function closeQuietly(ws: WebSocket, code: number, reason: string): void 
   } catch {
     // Already closed: nothing left to tell the peer.
   }
+}
+
+/**
+ * Read a watch subscriber's message: answer a ping (in any spelling the runtime's
+ * auto-response did not catch) and return any other JSON object for the caller to interpret.
+ * Anything that is not a JSON object is ignored.
+ */
+export function readClientMessage(ws: WebSocket, data: string | ArrayBuffer): Record<string, unknown> | undefined {
+  if (typeof data !== "string") return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  if (parsed === null || typeof parsed !== "object") return undefined;
+  const message = parsed as Record<string, unknown>;
+  if (message["type"] === "ping") {
+    ws.send(WATCH_PONG_TEXT);
+    return undefined;
+  }
+  return message;
 }
 
 /** A JSON response for a refused watch upgrade (the upgrade never happens). */

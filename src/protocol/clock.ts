@@ -101,6 +101,24 @@ export class ManualClock implements Clock {
   }
 }
 
+/**
+ * `clock.sleep` bound to `signal` through a throw-away child signal, so a long-lived signal
+ * does not collect one abort listener per sleep, whatever the clock does with its listeners.
+ * Without a signal it is a plain sleep.
+ */
+export async function sleepLinked(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
+  if (signal === undefined) return clock.sleep(delayMs);
+  signal.throwIfAborted();
+  const child = new AbortController();
+  const onAbort = (): void => child.abort(signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    await clock.sleep(delayMs, child.signal);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
 /** Let queued promise callbacks run (several turns, so chained awaits settle). */
 export async function flushMicrotasks(turns = 20): Promise<void> {
   for (let i = 0; i < turns; i++) await Promise.resolve();

@@ -16,6 +16,7 @@
  * Does not: check that the claim name is registered anywhere (claims never are), or
  * release claims when the process dies (the server's TTL does that).
  */
+import { sleepLinked } from "../../protocol/clock.ts";
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
@@ -23,7 +24,7 @@ import type { ClaimWatch, ClaimWatchItem } from "../claims-backend.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease } from "./lease.ts";
-import { anySignal, isTransient, retryTransient, sleepUnless } from "./retry.ts";
+import { anySignal, isTransient, retryTransient } from "./retry.ts";
 
 /** What a handle needs from its session. */
 export interface SessionContext {
@@ -320,7 +321,7 @@ export class ClaimHandle {
       }
       if (now < nextAt) {
         try {
-          await sleepUnless(cfg.clock, Math.min(nextAt, lossAt) - now, stop);
+          await sleepLinked(cfg.clock, Math.min(nextAt, lossAt) - now, stop);
         } catch {
           return; // stopped
         }

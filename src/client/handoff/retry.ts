@@ -8,7 +8,7 @@
  *
  * Does not: retry past the given deadline, or after the signal aborts.
  */
-import type { Clock } from "../../protocol/clock.ts";
+import { type Clock, sleepLinked } from "../../protocol/clock.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 
 /** True for failures worth retrying: no answer from the service, or a server-side hiccup. */
@@ -22,23 +22,6 @@ export function isTransient(err: unknown): boolean {
 export function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
   // Always a fresh signal: listeners added to it never pile up on a long-lived input.
   return AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
-}
-
-/**
- * `clock.sleep` bound to `signal` through a throw-away child signal, so a long-lived
- * signal does not collect one abort listener per sleep (clocks may not remove theirs).
- */
-export async function sleepUnless(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
-  if (signal === undefined) return clock.sleep(delayMs);
-  signal.throwIfAborted();
-  const child = new AbortController();
-  const onAbort = (): void => child.abort(signal.reason);
-  signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    await clock.sleep(delayMs, child.signal);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }
 
 /**
@@ -62,7 +45,7 @@ export async function retryTransient<T>(
       const left = untilMs - clock.nowMs();
       if (left <= 0) throw err;
       onRetry?.(err);
-      await sleepUnless(clock, Math.min(backoffMs, left), signal);
+      await sleepLinked(clock, Math.min(backoffMs, left), signal);
       backoffMs = Math.min(backoffMs * 2, 1_000);
     }
   }
