@@ -25,6 +25,7 @@ import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease } from "./lease.ts";
 import { anySignal, isTransient, retryTransient } from "./retry.ts";
+import { REFUSED, renewOnce } from "./renew-once.ts";
 
 /** What a handle needs from its session. */
 export interface SessionContext {
@@ -49,8 +50,6 @@ export interface ClaimWaitOptions extends ClaimAcquireOptions {
   /** Wake on claim events (WebSocket watch) as well as polling; default true. */
   watch?: boolean;
 }
-
-const REFUSED = ["not_owner", "stale_token", "claim_not_found"] as const;
 
 export class ClaimHandle {
   private current: Lease | undefined;
@@ -332,7 +331,7 @@ export class ClaimHandle {
         continue;
       }
       const ttlMs = lease.reserved ? cfg.reservationTtlMs : cfg.leaseTtlMs;
-      const outcome = await this.renewOnce(lease, ttlMs, lossAt - now, stop);
+      const outcome = await renewOnce(cfg, this.name, lease.token, ttlMs, lossAt - now, stop);
       if (stop.aborted || !lease.held) return;
       if (outcome.kind === "ok") {
         backoffMs = 50;
@@ -360,45 +359,6 @@ export class ClaimHandle {
         backoffMs = Math.min(backoffMs * 2, Math.max(cfg.renewIntervalMs / 2, 50));
       }
       // "deadline": loop re-checks the loss point.
-    }
-  }
-
-  private async renewOnce(
-    lease: Lease,
-    ttlMs: number,
-    budgetMs: number,
-    stop: AbortSignal,
-  ): Promise<
-    | { kind: "ok"; record: ClaimRecord; sentAt: number }
-    | { kind: "refused" | "transient"; error: Error }
-    | { kind: "deadline" }
-  > {
-    const { cfg } = this.session;
-    const sentAt = cfg.clock.nowMs();
-    const ctl = new AbortController();
-    const onStop = (): void => ctl.abort();
-    stop.addEventListener("abort", onStop, { once: true });
-    try {
-      const call = cfg.backend
-        .renewClaim(
-          { claimName: this.name, generationId: cfg.generationId, token: lease.token, ttlMs },
-          { signal: ctl.signal },
-        )
-        .then(
-          (record) => ({ kind: "ok" as const, record, sentAt }),
-          (err: unknown) => ({
-            kind: REFUSED.some((code) => hasCode(err, code)) ? ("refused" as const) : ("transient" as const),
-            error: err as Error,
-          }),
-        );
-      const timer = cfg.clock.sleep(budgetMs, ctl.signal).then(
-        () => ({ kind: "deadline" as const }),
-        () => ({ kind: "deadline" as const }),
-      );
-      return await Promise.race([call, timer]);
-    } finally {
-      ctl.abort();
-      stop.removeEventListener("abort", onStop);
     }
   }
 
