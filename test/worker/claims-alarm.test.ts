@@ -133,7 +133,7 @@ describe("claim expiry", { timeout: 60_000 }, () => {
     // armed, and firing re-arms it for the new deadline without expiring anything.
     const armed = await c.alarmAt();
     expect(armed).not.toBeNull();
-    expect(armed!).toBeLessThanOrEqual(res.body.claim.expiresAtMs + 1);
+    expect(armed!).toBeLessThanOrEqual(Number(res.body.claim.expiresAtMs) + 1);
     expect(await runDurableObjectAlarm(c.stub)).toBe(true);
     expect((await c.read()).body.claim).toMatchObject({ ownerGeneration: "g2", version: "3" });
     expect(await c.alarmAt()).toBe(res.body.claim.expiresAtMs + 1);
@@ -182,7 +182,7 @@ describe("claim expiry", { timeout: 60_000 }, () => {
     const final = (await c.read()).body.claim;
     // Whatever the interleaving, the alarm is never later than the saved deadline, and
     // once it fires it is re-armed exactly for the last saved record.
-    expect(await c.alarmAt()).toBeLessThanOrEqual(final.expiresAtMs + 1);
+    expect(await c.alarmAt()).toBeLessThanOrEqual(Number(final.expiresAtMs) + 1);
     expect(await runDurableObjectAlarm(c.stub)).toBe(true);
     expect((await c.read()).body.claim).toEqual(final);
     expect(await c.alarmAt()).toBe(final.expiresAtMs + 1);
