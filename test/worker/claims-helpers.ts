@@ -1,11 +1,14 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies under test are inspected loosely. */
 // Shared helpers for the claims worker tests: authenticated requests against the Worker
-// entry (`exports.default.fetch`), unique names, and a WebSocket message collector.
+// entry (`exports.default.fetch`), unique names, and watch sockets (watch-socket.ts).
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import type { ClaimObject } from "../../src/claims/claim-object.ts";
 import type { ClaimResponse } from "../../src/protocol/claims.ts";
 import { objectName } from "../../src/http/object-names.ts";
+import { type Watch, openWatchSocket } from "./watch-socket.ts";
+
+export type { Watch };
 
 export const WRITE = "test-write-all";
 export const READ = "test-read-all";
@@ -44,54 +47,9 @@ export async function call(
 export const post = (url: string, body?: unknown, token: string | null = WRITE) => call("POST", url, body, token);
 export const get = (url: string, token: string | null = WRITE) => call("GET", url, undefined, token);
 
-export interface Watch {
-  ws: WebSocket;
-  /** Every message received so far, parsed. */
-  messages: any[];
-  closed: Promise<{ code: number; reason: string }>;
-  /** The next unread message (waits for it). */
-  next: () => Promise<any>;
-  /** Wait until `predicate(messages)` holds (re-checked on every message or close). */
-  until: (predicate: (messages: any[]) => boolean) => Promise<void>;
-  response: Response;
-}
-
 /** Open a watch socket through the router and collect its messages. */
-export async function openWatch(ns: string, claim: string, query = "", token = READ): Promise<Watch> {
-  const res = await exports.default.fetch(claimUrl(ns, claim, `/watch${query}`), {
-    headers: { Upgrade: "websocket", Authorization: `Bearer ${token}` },
-  });
-  if (res.status !== 101 || res.webSocket === null) {
-    throw new Error(`watch refused: ${res.status} ${await res.text()}`);
-  }
-  const ws = res.webSocket;
-  const messages: any[] = [];
-  const waiters: (() => void)[] = [];
-  let read = 0;
-  ws.accept();
-  ws.addEventListener("message", (e) => {
-    messages.push(JSON.parse(e.data as string));
-    for (const w of waiters.splice(0)) w();
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => {
-    ws.addEventListener("close", (e) => {
-      resolve({ code: e.code, reason: e.reason });
-      for (const w of waiters.splice(0)) w();
-    });
-  });
-  let isClosed = false;
-  void closed.then(() => (isClosed = true));
-  const until = async (predicate: (messages: any[]) => boolean): Promise<void> => {
-    while (!predicate(messages)) {
-      if (isClosed) throw new Error(`socket closed while waiting; got ${messages.length} messages`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  const next = async (): Promise<any> => {
-    await until((m) => m.length > read);
-    return messages[read++];
-  };
-  return { ws, messages, closed, next, until, response: res };
+export function openWatch(ns: string, claim: string, query = "", token = READ): Promise<Watch> {
+  return openWatchSocket(claimUrl(ns, claim, `/watch${query}`), token);
 }
 
 /** The claim's Durable Object stub, named exactly as the router names it. */

@@ -5,6 +5,7 @@
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import { type Watch, openWatchSocket } from "./watch-socket.ts";
 import { objectName } from "../../src/http/object-names.ts";
 import type { Clock } from "../../src/protocol/clock.ts";
 
@@ -92,42 +93,6 @@ export async function installClock(scope: TestScope, startMs = Date.UTC(2030, 0,
 }
 
 /** Open a watch socket through the router and collect its messages. */
-export async function openWatch(
-  scope: TestScope,
-  query = "",
-  token = READ,
-): Promise<{
-  ws: WebSocket;
-  messages: any[];
-  closed: Promise<{ code: number; reason: string }>;
-  next: () => Promise<any>;
-}> {
-  const res = await exports.default.fetch(`${scope.url}/watch${query}`, {
-    headers: { Upgrade: "websocket", Authorization: `Bearer ${token}` },
-  });
-  if (res.status !== 101 || res.webSocket === null) {
-    throw new Error(`watch refused: ${res.status} ${await res.text()}`);
-  }
-  const ws = res.webSocket;
-  const messages: any[] = [];
-  const waiters: (() => void)[] = [];
-  let read = 0;
-  ws.accept();
-  ws.addEventListener("message", (e) => {
-    messages.push(JSON.parse(e.data as string));
-    for (const w of waiters.splice(0)) w();
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => {
-    ws.addEventListener("close", (e) => {
-      resolve({ code: e.code, reason: e.reason });
-      for (const w of waiters.splice(0)) w();
-    });
-  });
-  const next = async (): Promise<any> => {
-    while (messages.length <= read) {
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-    return messages[read++];
-  };
-  return { ws, messages, closed, next };
+export function openWatch(scope: TestScope, query = "", token = READ): Promise<Watch> {
+  return openWatchSocket(`${scope.url}/watch${query}`, token);
 }
