@@ -40,7 +40,7 @@ import { claimResultToResponse } from "./response.ts";
 import type { WireResponse } from "./response.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
-import { closeQuietly, jsonResponse } from "../durable/websocket.ts";
+import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers, upgradeResponse } from "../durable/websocket.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** A validated mutation as the router hands it over. */
@@ -85,9 +85,6 @@ export function toCommand(request: ClaimRequest): ClaimCommand {
 /** Internal query parameters of the watch upgrade the router forwards. */
 export const WATCH_PARAMS = { name: "name", afterVersion: "afterVersion", subprotocol: "subprotocol" } as const;
 
-/** Watcher cap when `MAX_WATCHERS_PER_OBJECT` is unset or not a positive integer. */
-export const DEFAULT_MAX_WATCHERS = 2000;
-
 export class ClaimObject extends DurableObject<Env> {
   private readonly store: ClaimStore;
   private readonly watchers: ClaimWatchers;
@@ -102,8 +99,7 @@ export class ClaimObject extends DurableObject<Env> {
     this.store = new ClaimStore(ctx.storage);
     this.alarms = new AlarmSchedule(ctx.storage);
     this.watchers = new ClaimWatchers(ctx, this.store);
-    const configured = Number.parseInt(env.MAX_WATCHERS_PER_OBJECT, 10);
-    this.maxWatchers = Number.isSafeInteger(configured) && configured > 0 ? configured : DEFAULT_MAX_WATCHERS;
+    this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
     void ctx.blockConcurrencyWhile(async () => {
       this.store.open();
@@ -147,25 +143,14 @@ export class ClaimObject extends DurableObject<Env> {
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || name === "" || badAfter) {
       return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
     }
-    if (this.watchers.count() >= this.maxWatchers) {
-      return jsonResponse(
-        429,
-        errorEnvelope("rate_limited", "too many watchers on this claim", { retryAfterMs: 1000 }),
-        {
-          "Retry-After": "1",
-        },
-      );
-    }
+    if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers("claim");
     // Expiry first (published to existing watchers), then register + replay: all synchronous.
     const step = this.touch(name);
     this.watchers.publish(step.events);
     const pair = new WebSocketPair();
     this.watchers.register(pair[1], step.next, afterVersion);
     await this.afterCommit(step, false);
-    const headers = new Headers();
-    const subprotocol = url.searchParams.get(WATCH_PARAMS.subprotocol);
-    if (subprotocol !== null && subprotocol !== "") headers.set("Sec-WebSocket-Protocol", subprotocol);
-    return new Response(null, { status: 101, webSocket: pair[0], headers });
+    return upgradeResponse(pair[0], url.searchParams.get(WATCH_PARAMS.subprotocol));
   }
 
   /** Expiry at the deadline, with nobody touching the claim. Idempotent. */

@@ -29,7 +29,7 @@ import { ScopeStore } from "./store.ts";
 import { PendingWaiters } from "./waiters.ts";
 import { ScopeWatchers } from "./watch.ts";
 import { AlarmSchedule } from "../durable/alarm-schedule.ts";
-import { closeQuietly, jsonResponse } from "../durable/websocket.ts";
+import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers, upgradeResponse } from "../durable/websocket.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** Internal query parameters of the watch upgrade the router forwards. */
@@ -66,6 +66,8 @@ export class ScopeObject extends DurableObject<Env> {
   private readonly alarms: AlarmSchedule;
   /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
   clock: Clock = systemClock;
+  /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
+  maxWatchers: number;
   /** Queue bound (replaceable in tests via runInDurableObject). */
   maxWaiters = MAX_WAITERS_PER_SCOPE;
 
@@ -73,6 +75,7 @@ export class ScopeObject extends DurableObject<Env> {
     super(ctx, env);
     this.store = new ScopeStore(ctx.storage);
     this.alarms = new AlarmSchedule(ctx.storage);
+    this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
     this.watchers = new ScopeWatchers(ctx, this.store);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
     void ctx.blockConcurrencyWhile(async () => {
@@ -183,24 +186,14 @@ export class ScopeObject extends DurableObject<Env> {
     ) {
       return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
     }
-    const max = Number.parseInt(this.env.MAX_WATCHERS_PER_OBJECT, 10);
-    if (Number.isFinite(max) && this.watchers.count() >= max) {
-      return jsonResponse(
-        429,
-        errorEnvelope("rate_limited", "too many watchers on this scope", { retryAfterMs: 1000 }),
-        { "Retry-After": "1" },
-      );
-    }
+    if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers("scope");
     // Tick first (its events reach existing watchers), then register + ready + replay:
     // all synchronous, so nothing can slip between them.
     const step = this.decide(scope, { kind: "expire" });
     const pair = new WebSocketPair();
     this.watchers.register(pair[1], step.next, afterGeneration);
     await this.armAlarm();
-    const headers = new Headers();
-    const subprotocol = url.searchParams.get(SCOPE_WATCH_PARAMS.subprotocol);
-    if (subprotocol !== null && subprotocol !== "") headers.set("Sec-WebSocket-Protocol", subprotocol);
-    return new Response(null, { status: 101, webSocket: pair[0], headers });
+    return upgradeResponse(pair[0], url.searchParams.get(SCOPE_WATCH_PARAMS.subprotocol));
   }
 
   /** Lease expiry and waiter deadlines with nobody touching the scope. Idempotent. */

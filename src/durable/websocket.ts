@@ -6,6 +6,7 @@
  * envelope response, never a half-open socket.
  */
 
+import { errorEnvelope } from "../protocol/errors.ts";
 import { WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** Close without ever throwing. */
@@ -37,6 +38,29 @@ export function readClientMessage(ws: WebSocket, data: string | ArrayBuffer): Re
     return undefined;
   }
   return message;
+}
+
+/** Watcher cap when `MAX_WATCHERS_PER_OBJECT` is unset or not a positive integer. */
+export const DEFAULT_MAX_WATCHERS = 2000;
+
+/** The configured watcher cap per object (`MAX_WATCHERS_PER_OBJECT`), or the default. */
+export function maxWatchersFrom(configured: string | undefined): number {
+  const value = Number.parseInt(configured ?? "", 10);
+  return Number.isSafeInteger(value) && value > 0 ? value : DEFAULT_MAX_WATCHERS;
+}
+
+/** 429 for a watch over the object's cap; the subscriber retries after a second. */
+export function tooManyWatchers(what: string): Response {
+  return jsonResponse(429, errorEnvelope("rate_limited", `too many watchers on this ${what}`, { retryAfterMs: 1000 }), {
+    "Retry-After": "1",
+  });
+}
+
+/** The 101 answer of an accepted watch, echoing the bearer subprotocol the client offered. */
+export function upgradeResponse(client: WebSocket, subprotocol: string | null): Response {
+  const headers = new Headers();
+  if (subprotocol !== null && subprotocol !== "") headers.set("Sec-WebSocket-Protocol", subprotocol);
+  return new Response(null, { status: 101, webSocket: client, headers });
 }
 
 /** A JSON response for a refused watch upgrade (the upgrade never happens). */

@@ -1,12 +1,11 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies under test are inspected loosely. */
-// Shared helpers for the claims worker tests: authenticated requests against the Worker
-// entry (`exports.default.fetch`), unique names, and watch sockets (watch-socket.ts).
+// Shared helpers for the claims worker tests: claim URLs and stubs, unique names; requests
+// and watch sockets go through router-client.ts.
 import { runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import type { ClaimObject } from "../../src/claims/claim-object.ts";
 import type { ClaimResponse } from "../../src/protocol/claims.ts";
 import { objectName } from "../../src/http/object-names.ts";
-import { type Watch, openWatchSocket } from "./watch-socket.ts";
+import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
 
 export type { Watch };
 
@@ -22,26 +21,8 @@ export function claimUrl(ns: string, claim: string, suffix = ""): string {
   return `http://x/v1/ns/${encodeURIComponent(ns)}/claims/${encodeURIComponent(claim)}${suffix}`;
 }
 
-export async function call(
-  method: string,
-  url: string,
-  body?: unknown,
-  token: string | null = WRITE,
-): Promise<{ status: number; body: any; headers: Headers }> {
-  const headers: Record<string, string> = {};
-  if (token !== null) headers["Authorization"] = `Bearer ${token}`;
-  let payload: string | undefined;
-  if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    payload = typeof body === "string" ? body : JSON.stringify(body);
-  }
-  const res = await exports.default.fetch(url, {
-    method,
-    headers,
-    ...(payload === undefined ? {} : { body: payload }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === "" ? undefined : JSON.parse(text), headers: res.headers };
+export function call(method: string, url: string, body?: unknown, token: string | null = WRITE) {
+  return routerCall(method, url, body, token);
 }
 
 export const post = (url: string, body?: unknown, token: string | null = WRITE) => call("POST", url, body, token);

@@ -2,10 +2,10 @@
 // Shared helpers for the coord worker tests: authenticated requests against the Worker entry,
 // unique scopes, direct access to a scope's object, a controllable clock, and a watch
 // collector.
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
-import { type Watch, openWatchSocket } from "./watch-socket.ts";
+import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
 import { objectName } from "../../src/http/object-names.ts";
 import type { Clock } from "../../src/protocol/clock.ts";
 
@@ -37,28 +37,8 @@ export function scopeStub(scope: TestScope): DurableObjectStub<ScopeObject> {
   return env.SCOPES.getByName(objectName(scope.ns, "scope", scope.volumeId, scope.objectStoreId, scope.key));
 }
 
-export async function call(
-  method: string,
-  url: string,
-  body?: unknown,
-  token: string | undefined = WRITE,
-  signal?: AbortSignal,
-): Promise<{ status: number; body: any; headers: Headers }> {
-  const headers: Record<string, string> = {};
-  if (token !== undefined) headers["Authorization"] = `Bearer ${token}`;
-  let payload: string | undefined;
-  if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    payload = typeof body === "string" ? body : JSON.stringify(body);
-  }
-  const res = await exports.default.fetch(url, {
-    method,
-    headers,
-    ...(payload === undefined ? {} : { body: payload }),
-    ...(signal === undefined ? {} : { signal }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === "" ? undefined : JSON.parse(text), headers: res.headers };
+export function call(method: string, url: string, body?: unknown, token: string = WRITE, signal?: AbortSignal) {
+  return routerCall(method, url, body, token, signal);
 }
 
 export const post = (url: string, body?: unknown, token?: string) => call("POST", url, body, token);

@@ -1,6 +1,32 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- watch messages are inspected loosely. */
-// A watch WebSocket opened through the router (claims or coord), collecting its messages.
+// Requests and watch sockets through the Worker entry (`exports.default.fetch`), shared by
+// the claims and coord worker tests.
 import { exports } from "cloudflare:workers";
+
+/** One request through the router; `token` null sends no Authorization header. */
+export async function routerCall(
+  method: string,
+  url: string,
+  body: unknown,
+  token: string | null,
+  signal?: AbortSignal,
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const headers: Record<string, string> = {};
+  if (token !== null) headers["Authorization"] = `Bearer ${token}`;
+  let payload: string | undefined;
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    payload = typeof body === "string" ? body : JSON.stringify(body);
+  }
+  const res = await exports.default.fetch(url, {
+    method,
+    headers,
+    ...(payload === undefined ? {} : { body: payload }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text === "" ? undefined : JSON.parse(text), headers: res.headers };
+}
 
 export interface Watch {
   ws: WebSocket;
