@@ -265,6 +265,8 @@ function acquire(
     }
     // Same owner: an extension that never shortens the lease (SPEC: reason `renewed`).
     const expiresAtMs = Math.max(claim.expiresAtMs, nowMs + command.ttlMs);
+    // Nothing would change (same deadline, heartbeat and reason): not a persisted change, so
+    // no version bump (SPEC: version +1 on every persisted change).
     if (expiresAtMs === claim.expiresAtMs && claim.reason === "renewed" && claim.lastHeartbeatMs === nowMs) {
       return done({ ok: true, claim });
     }
