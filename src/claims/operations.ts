@@ -10,7 +10,7 @@
  * Does not: store anything itself (the Durable Object store and the in-memory backend do),
  * or deduplicate across claims (ids are scoped to one claim).
  */
-import { errorEnvelope } from "../protocol/errors.ts";
+import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
 import type { WireResponse } from "./response.ts";
 
 export const OPERATION_RETENTION_COUNT = 1000;
@@ -53,7 +53,7 @@ export function isRememberedStatus(status: number): boolean {
 export function replay(record: OperationRecord, fingerprint: string): WireResponse {
   if (record.fingerprint === fingerprint) return record.response;
   return {
-    status: 409,
+    status: ERROR_STATUS.operation_id_conflict,
     body: errorEnvelope("operation_id_conflict", undefined, { operationId: record.operationId }),
   };
 }
