@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { GenerationSession, HttpClaimsBackend, type ClaimHandle, type RuntimeEvent } from "../src/client/index.ts";
-import type { WebSocketConstructor } from "../src/client/http-claims-backend.ts";
+import type { WebSocketConstructor } from "../src/client/claims/http-claims-backend.ts";
 import { FencedResource } from "./fenced-resource.ts";
 
 const argv = process.argv.slice(2);

@@ -15,7 +15,7 @@
  */
 import type { AlarmSchedule } from "../durable/alarm-schedule.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
-import { nextDeadlineMs } from "./machine.ts";
+import { nextDeadlineMs } from "../core/claim-machine.ts";
 
 /**
  * Arm the alarm for `record`'s deadline if it is not armed early enough. Call it right

@@ -27,17 +27,17 @@ import type {
   ReleaseBody,
   RenewBody,
 } from "../protocol/claims.ts";
-import { systemClock } from "../protocol/clock.ts";
-import type { Clock } from "../protocol/clock.ts";
+import { systemClock } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError, errorEnvelope } from "../protocol/errors.ts";
 import { armAlarm } from "./alarm.ts";
 import { AlarmSchedule } from "../durable/alarm-schedule.ts";
-import { decideClaim } from "./machine.ts";
-import type { ClaimCommand, ClaimStep } from "./machine.ts";
-import { isRememberedStatus, replay, requestFingerprint } from "./operations.ts";
-import { claimResultToResponse } from "./response.ts";
-import type { WireResponse } from "./response.ts";
+import { decideClaim } from "../core/claim-machine.ts";
+import type { ClaimCommand, ClaimStep } from "../core/claim-machine.ts";
+import { isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
+import { claimResultToResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../core/claim-response.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
 import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers, upgradeResponse } from "../durable/websocket.ts";

@@ -26,10 +26,10 @@
 import type { ClaimPhase, ClaimReason, ClaimRecord } from "../protocol/claims.ts";
 import { claimToWire } from "../protocol/claims.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import type { ClaimEvent, ClaimStep } from "./machine.ts";
-import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "./operations.ts";
-import type { OperationRecord } from "./operations.ts";
-import type { WireResponse } from "./response.ts";
+import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
+import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
+import type { OperationRecord } from "../core/claim-operations.ts";
+import type { WireResponse } from "../core/claim-response.ts";
 
 /** Events kept for `afterVersion` replay (SPEC: at least the last 256). */
 export const EVENT_RETENTION = 256;

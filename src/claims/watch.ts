@@ -24,7 +24,7 @@ import type { ClaimRecord } from "../protocol/claims.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS } from "../protocol/watch.ts";
 import { closeQuietly, readClientMessage } from "../durable/websocket.ts";
-import type { ClaimEvent } from "./machine.ts";
+import type { ClaimEvent } from "../core/claim-machine.ts";
 import { eventMessage } from "./store.ts";
 import type { ClaimStore } from "./store.ts";
 

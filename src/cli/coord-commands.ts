@@ -2,7 +2,7 @@
  * `shiftlock coord …`: capability, snapshot and watch of a scope, holding its write lease
  * (with keepalive until Ctrl-C, then release), and publishing under a short-lived lease.
  */
-import type { Scope, WriteLease } from "../client/coord-types.ts";
+import type { Scope, WriteLease } from "../client/coord/coord-types.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { UsageError } from "./args.ts";
 import type { CommandContext } from "./context.ts";

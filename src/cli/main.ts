@@ -7,9 +7,9 @@
  * Connection settings come from flags, else `SHIFTLOCK_URL`, `SHIFTLOCK_TOKEN`,
  * `SHIFTLOCK_NAMESPACE`, else `http://127.0.0.1:8787`, no token, namespace `default`.
  */
-import type { ClaimsBackend } from "../client/claims-backend.ts";
-import type { Coordinator } from "../client/coord-types.ts";
-import type { WebSocketConstructor } from "../client/claim-watch-socket.ts";
+import type { ClaimsBackend } from "../client/claims/claims-backend.ts";
+import type { Coordinator } from "../client/coord/coord-types.ts";
+import type { WebSocketConstructor } from "../client/transport/claim-watch-socket.ts";
 import { Flags, parseArgs, UsageError } from "./args.ts";
 import { claimsCommand, generationsCommand, transferCommand } from "./claims-commands.ts";
 import { coordCommand } from "./coord-commands.ts";
@@ -92,7 +92,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       signal: stop.signal,
       async claims() {
         if (claims === undefined) {
-          const { HttpClaimsBackend } = await import("../client/http-claims-backend.ts");
+          const { HttpClaimsBackend } = await import("../client/claims/http-claims-backend.ts");
           const WebSocket = await webSocket(io);
           const backend = new HttpClaimsBackend({ ...conn, ...(WebSocket === undefined ? {} : { WebSocket }) });
           closers.push(() => backend.close());
@@ -102,7 +102,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       },
       async coordinator() {
         if (coordinator === undefined) {
-          const { HttpCoordinator } = await import("../client/coord-http.ts");
+          const { HttpCoordinator } = await import("../client/coord/coord-http.ts");
           const WebSocket = await webSocket(io);
           coordinator = new HttpCoordinator({ ...conn, ...(WebSocket === undefined ? {} : { WebSocket }) });
         }

@@ -6,18 +6,18 @@
  */
 export { ShiftlockError, hasCode, isErrorCode, ERROR_STATUS } from "../protocol/errors.ts";
 export type { ErrorCode, ErrorDetails, ErrorEnvelope } from "../protocol/errors.ts";
-export { systemClock, ManualClock } from "../protocol/clock.ts";
-export type { Clock } from "../protocol/clock.ts";
+export { systemClock, ManualClock } from "../core/clock.ts";
+export type { Clock } from "../core/clock.ts";
 export { MAX_FENCING_TOKEN } from "../protocol/counter.ts";
 export type { ClaimPhase, ClaimReason } from "../protocol/claims.ts";
 
-export type * from "./claims-backend.ts";
-export { HttpClaimsBackend } from "./http-claims-backend.ts";
-export type { HttpClaimsBackendOptions, WebSocketConstructor, WebSocketLike } from "./http-claims-backend.ts";
-export { MemoryClaimsBackend } from "./memory-claims-backend.ts";
-export type { MemoryClaimsBackendOptions } from "./memory-claims-backend.ts";
-export { HttpTransport, isNetworkError } from "./http-transport.ts";
-export type { FetchLike, HttpTransportOptions } from "./http-transport.ts";
+export type * from "./claims/claims-backend.ts";
+export { HttpClaimsBackend } from "./claims/http-claims-backend.ts";
+export type { HttpClaimsBackendOptions, WebSocketConstructor, WebSocketLike } from "./claims/http-claims-backend.ts";
+export { MemoryClaimsBackend } from "./claims/memory-claims-backend.ts";
+export type { MemoryClaimsBackendOptions } from "./claims/memory-claims-backend.ts";
+export { HttpTransport, isNetworkError } from "./transport/http-transport.ts";
+export type { FetchLike, HttpTransportOptions } from "./transport/http-transport.ts";
 
 // The handoff runtime (SPEC §3 "Handoff").
 export * from "./handoff/index.ts";
@@ -37,12 +37,12 @@ export type {
   TryAcquireResult,
   WaitAcquireOptions,
   WriteLease,
-} from "./coord-types.ts";
-export { isScopeEmpty, SCOPE_EMPTY_MESSAGE } from "./coord-scope.ts";
-export { HttpCoordinator } from "./coord-http.ts";
-export type { HttpCoordinatorOptions } from "./coord-http.ts";
-export { MemoryCoordinator } from "./memory-coord.ts";
-export type { MemoryCoordinatorOptions } from "./memory-coord.ts";
-export { UnsupportedCoordinator, UNSUPPORTED_MESSAGE } from "./unsupported-coordinator.ts";
-export type { UnsupportedCoordinatorOptions } from "./unsupported-coordinator.ts";
-export type { LeaseTimingOptions } from "./write-lease.ts";
+} from "./coord/coord-types.ts";
+export { isScopeEmpty, SCOPE_EMPTY_MESSAGE } from "./coord/coord-scope.ts";
+export { HttpCoordinator } from "./coord/coord-http.ts";
+export type { HttpCoordinatorOptions } from "./coord/coord-http.ts";
+export { MemoryCoordinator } from "./coord/memory-coord.ts";
+export type { MemoryCoordinatorOptions } from "./coord/memory-coord.ts";
+export { UnsupportedCoordinator, UNSUPPORTED_MESSAGE } from "./coord/unsupported-coordinator.ts";
+export type { UnsupportedCoordinatorOptions } from "./coord/unsupported-coordinator.ts";
+export type { LeaseTimingOptions } from "./coord/write-lease.ts";

@@ -19,12 +19,12 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { type ScopeId, type PublishBody, isKeyedScope } from "../protocol/coord.ts";
-import { type Clock, systemClock } from "../protocol/clock.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { errorEnvelope } from "../protocol/errors.ts";
 import { leaseToWire } from "../protocol/coord.ts";
-import { type ScopeCommand, type ScopeState, type ScopeStep, decideScope, nextDeadlineMs } from "./machine.ts";
-import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "./response.ts";
+import { type ScopeCommand, type ScopeState, type ScopeStep, decideScope, nextDeadlineMs } from "../core/scope-machine.ts";
+import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
 import { ScopeStore } from "./store.ts";
 import { PendingWaiters } from "./waiters.ts";
 import { ScopeWatchers } from "./watch.ts";

@@ -19,7 +19,7 @@
 import { HISTORY_RETAINED, type CoordEvent, type EventWire, type ScopeId, eventToWire } from "../protocol/coord.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "./machine.ts";
+import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "../core/scope-machine.ts";
 
 /** Ordered schema migrations; index + 1 is the schema version they bring the store to. */
 const MIGRATIONS: readonly string[] = [

@@ -25,7 +25,7 @@ import { type CoordEvent, eventToWire } from "../protocol/coord.ts";
 import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS } from "../protocol/watch.ts";
 import { closeQuietly, readClientMessage } from "../durable/websocket.ts";
 import { formatCounter } from "../protocol/counter.ts";
-import type { ScopeState } from "./machine.ts";
+import type { ScopeState } from "../core/scope-machine.ts";
 import type { ScopeStore } from "./store.ts";
 
 /** Tag of every watch socket. */

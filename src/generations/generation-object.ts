@@ -12,12 +12,12 @@
  * router did, before the object was addressed).
  */
 import { DurableObject } from "cloudflare:workers";
-import type { GenerationWireResponse } from "./machine.ts";
-import { systemClock } from "../protocol/clock.ts";
-import type { Clock } from "../protocol/clock.ts";
+import type { GenerationWireResponse } from "../core/generation-machine.ts";
+import { systemClock } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
 import type { GenerationRecord, PatchGenerationBody, RegisterGenerationBody } from "../protocol/generations.ts";
-import { decidePatch, decideRegister, generationDecisionToResponse } from "./machine.ts";
-import type { GenerationDecision } from "./machine.ts";
+import { decidePatch, decideRegister, generationDecisionToResponse } from "../core/generation-machine.ts";
+import type { GenerationDecision } from "../core/generation-machine.ts";
 import { GenerationStore } from "./store.ts";
 
 export class GenerationObject extends DurableObject<Env> {

@@ -12,7 +12,7 @@
  * load → decide → save in one `transactionSync`).
  */
 import type { GenerationRecord } from "../protocol/generations.ts";
-import { isGenerationState } from "./machine.ts";
+import { isGenerationState } from "../core/generation-machine.ts";
 
 /** The schema version this code writes. */
 export const GENERATION_SCHEMA_VERSION = 1;

@@ -25,7 +25,7 @@ import {
 import { ShiftlockError } from "../protocol/errors.ts";
 import { WATCH_PARAMS } from "../claims/claim-object.ts";
 import type { ClaimObject, ClaimRequest } from "../claims/claim-object.ts";
-import type { WireResponse } from "../claims/response.ts";
+import type { WireResponse } from "../core/claim-response.ts";
 import type { AppEnv } from "./app-env.ts";
 import { offeredBearerSubprotocol } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";

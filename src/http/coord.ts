@@ -32,7 +32,7 @@ import {
 import { ShiftlockError } from "../protocol/errors.ts";
 import { SCOPE_WATCH_PARAMS } from "../coord/scope-object.ts";
 import type { ScopeObject } from "../coord/scope-object.ts";
-import type { WireResponse } from "../coord/response.ts";
+import type { WireResponse } from "../core/scope-response.ts";
 import type { AppEnv } from "./app-env.ts";
 import { offeredBearerSubprotocol } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";

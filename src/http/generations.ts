@@ -13,7 +13,7 @@ import type { AppEnv } from "./app-env.ts";
 import { jsonBody } from "./body.ts";
 import { objectName } from "./object-names.ts";
 import { nameParam } from "./params.ts";
-import type { GenerationWireResponse } from "../generations/machine.ts";
+import type { GenerationWireResponse } from "../core/generation-machine.ts";
 import type { GenerationObject } from "../generations/generation-object.ts";
 import { patchGenerationBodySchema, registerGenerationBodySchema } from "../protocol/generations.ts";
 

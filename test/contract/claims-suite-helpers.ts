@@ -2,7 +2,7 @@
  * Shared pieces of the claims contract suite: the fixture type and assertion helpers.
  */
 import { expect } from "vitest";
-import type { ClaimsBackend, ClaimWatchItem } from "../../src/client/claims-backend.ts";
+import type { ClaimsBackend, ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
 import { ShiftlockError, type ErrorCode } from "../../src/protocol/errors.ts";
 
 export interface ClaimsFixture {

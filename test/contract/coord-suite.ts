@@ -16,9 +16,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { hasCode, ShiftlockError } from "../../src/protocol/errors.ts";
-import { isScopeEmpty } from "../../src/client/coord-scope.ts";
-import type { CoordEvent, CoordWatch, Coordinator, Scope, WriteLease } from "../../src/client/coord-types.ts";
-import { UnsupportedCoordinator } from "../../src/client/unsupported-coordinator.ts";
+import { isScopeEmpty } from "../../src/client/coord/coord-scope.ts";
+import type { CoordEvent, CoordWatch, Coordinator, Scope, WriteLease } from "../../src/client/coord/coord-types.ts";
+import { UnsupportedCoordinator } from "../../src/client/coord/unsupported-coordinator.ts";
 
 /** Two handles on the same coordination state (may be the same object). */
 export interface CoordFixture {

@@ -1,8 +1,8 @@
 /**
  * The claims contract against the in-memory backend, on a manual clock.
  */
-import { MemoryClaimsBackend } from "../../src/client/memory-claims-backend.ts";
-import { ManualClock } from "../../src/protocol/clock.ts";
+import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import { ManualClock } from "../../src/core/clock.ts";
 import { runClaimsContract } from "./claims-suite.ts";
 
 runClaimsContract(

@@ -1,7 +1,7 @@
 // The coord conformance suite against the in-memory coordinator, on a ManualClock: expiry,
 // waiter timeouts and keepalives happen when the test advances time, never by sleeping.
-import { ManualClock } from "../../src/protocol/clock.ts";
-import { MemoryCoordinator } from "../../src/client/memory-coord.ts";
+import { ManualClock } from "../../src/core/clock.ts";
+import { MemoryCoordinator } from "../../src/client/coord/memory-coord.ts";
 import { runCoordConformance, type CoordFixture } from "./coord-suite.ts";
 
 interface MemoryFixture extends CoordFixture {

@@ -4,7 +4,7 @@
  */
 import { inject } from "vitest";
 import WebSocket from "ws";
-import { HttpClaimsBackend } from "../../src/client/http-claims-backend.ts";
+import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
 import { runClaimsContract } from "./claims-suite.ts";
 
 runClaimsContract(

@@ -3,8 +3,8 @@
 // namespace; time-dependent checks really wait.
 import { inject } from "vitest";
 import WebSocket from "ws";
-import { HttpCoordinator } from "../../src/client/coord-http.ts";
-import { checkScope, scopeSegments } from "../../src/client/coord-scope.ts";
+import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
+import { checkScope, scopeSegments } from "../../src/client/coord/coord-scope.ts";
 import { runCoordConformance, type CoordFixture } from "./coord-suite.ts";
 
 interface ServerFixture extends CoordFixture {

@@ -5,8 +5,8 @@
  */
 import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
-import type { ClaimWatchItem } from "../../src/client/claims-backend.ts";
-import { HttpClaimsBackend } from "../../src/client/http-claims-backend.ts";
+import type { ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
+import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
 
 /** `ws`, counting connections and the close codes the server sent. */
 class CountingWebSocket extends WebSocket {

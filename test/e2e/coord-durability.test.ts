@@ -3,8 +3,8 @@
 // `npm start` does).
 import { afterAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { HttpCoordinator } from "../../src/client/coord-http.ts";
-import type { Scope } from "../../src/client/coord-types.ts";
+import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
+import type { Scope } from "../../src/client/coord/coord-types.ts";
 import { removeState, startServer, type RunningServer } from "./server.ts";
 
 const running: RunningServer[] = [];

@@ -3,8 +3,8 @@
 // lease, measured on one machine's clock against the real server.
 import { expect, inject, it } from "vitest";
 import WebSocket from "ws";
-import { HttpCoordinator } from "../../src/client/coord-http.ts";
-import type { FetchLike } from "../../src/client/http-transport.ts";
+import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
+import type { FetchLike } from "../../src/client/transport/http-transport.ts";
 import { hasCode } from "../../src/protocol/errors.ts";
 
 it("a partitioned holder declares loss before the next waiter is granted", async () => {

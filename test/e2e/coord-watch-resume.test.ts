@@ -3,9 +3,9 @@
 // order, then live events continue.
 import { expect, inject, it } from "vitest";
 import WebSocket from "ws";
-import { HttpCoordinator } from "../../src/client/coord-http.ts";
-import type { WebSocketConstructor } from "../../src/client/claim-watch-socket.ts";
-import type { CoordEvent } from "../../src/client/coord-types.ts";
+import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
+import type { WebSocketConstructor } from "../../src/client/transport/claim-watch-socket.ts";
+import type { CoordEvent } from "../../src/client/coord/coord-types.ts";
 
 it("a dropped watch resumes without gaps or duplicates", async () => {
   const sockets: WebSocket[] = [];

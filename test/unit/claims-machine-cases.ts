@@ -1,8 +1,8 @@
 // Fixtures and the checker shared by the table-driven machine tests (claims-machine*.test.ts):
 // record builders at explicit times, command builders, and one assertion routine per case.
 import { expect } from "vitest";
-import { decideClaim, emptyClaim } from "../../src/claims/machine.ts";
-import type { ClaimCommand, ClaimStep } from "../../src/claims/machine.ts";
+import { decideClaim, emptyClaim } from "../../src/core/claim-machine.ts";
+import type { ClaimCommand, ClaimStep } from "../../src/core/claim-machine.ts";
 import type { ClaimRecord } from "../../src/protocol/claims.ts";
 
 export const NAME = "orders";

@@ -1,7 +1,7 @@
 // The claims state machine, rule by rule in SPEC §3's order with explicit times: expiry,
 // acquire, renew and read. Transfers and release are in claims-machine-transfer.test.ts.
 import { describe, expect, it } from "vitest";
-import { decideClaim, nextDeadlineMs } from "../../src/claims/machine.ts";
+import { decideClaim, nextDeadlineMs } from "../../src/core/claim-machine.ts";
 import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
 import {
   LATE,

@@ -2,11 +2,11 @@
 // with operation ids handled exactly as the Durable Object does (operations.ts helpers).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decideClaim, isHeld } from "../../src/claims/machine.ts";
-import type { ClaimCommand } from "../../src/claims/machine.ts";
-import { isRememberedStatus, replay, requestFingerprint } from "../../src/claims/operations.ts";
-import type { OperationRecord } from "../../src/claims/operations.ts";
-import { claimResultToResponse } from "../../src/claims/response.ts";
+import { decideClaim, isHeld } from "../../src/core/claim-machine.ts";
+import type { ClaimCommand } from "../../src/core/claim-machine.ts";
+import { isRememberedStatus, replay, requestFingerprint } from "../../src/core/claim-operations.ts";
+import type { OperationRecord } from "../../src/core/claim-operations.ts";
+import { claimResultToResponse } from "../../src/core/claim-response.ts";
 import type { ClaimRecord } from "../../src/protocol/claims.ts";
 
 const GENS = ["a", "b", "c"] as const;

@@ -2,9 +2,9 @@
 // captured output — argument handling, JSON output, error messages and exit statuses.
 import { describe, expect, it } from "vitest";
 import { main, type CliIo } from "../../src/cli/main.ts";
-import { MemoryClaimsBackend } from "../../src/client/memory-claims-backend.ts";
-import { MemoryCoordinator } from "../../src/client/memory-coord.ts";
-import { flushMicrotasks } from "../../src/protocol/clock.ts";
+import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import { MemoryCoordinator } from "../../src/client/coord/memory-coord.ts";
+import { flushMicrotasks } from "../../src/core/clock.ts";
 
 function cli(extra: Partial<CliIo> = {}) {
   const out: string[] = [];

@@ -4,8 +4,8 @@
  * ShiftlockError class, network failures, cancellation).
  */
 import { describe, expect, it } from "vitest";
-import { HttpClaimsBackend } from "../../src/client/http-claims-backend.ts";
-import { isNetworkError, type FetchLike } from "../../src/client/http-transport.ts";
+import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
+import { isNetworkError, type FetchLike } from "../../src/client/transport/http-transport.ts";
 import { claimToWire, type ClaimRecord } from "../../src/protocol/claims.ts";
 import { ShiftlockError, errorEnvelope } from "../../src/protocol/errors.ts";
 

@@ -4,11 +4,11 @@
  * cancellation and close.
  */
 import { describe, expect, it } from "vitest";
-import type { ClaimWatchItem } from "../../src/client/claims-backend.ts";
-import { HISTORY_LIMIT } from "../../src/client/memory-claim-slot.ts";
-import { MemoryClaimsBackend } from "../../src/client/memory-claims-backend.ts";
-import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/claims/operations.ts";
-import { ManualClock, flushMicrotasks } from "../../src/protocol/clock.ts";
+import type { ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
+import { HISTORY_LIMIT } from "../../src/client/claims/memory-claim-slot.ts";
+import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/core/claim-operations.ts";
+import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import type { ShiftlockError } from "../../src/protocol/errors.ts";
 
 function setup() {

@@ -2,7 +2,7 @@
  * WatchQueue: the push → pull bridge under every watch (HTTP and memory).
  */
 import { describe, expect, it } from "vitest";
-import { WatchQueue } from "../../src/client/watch-queue.ts";
+import { WatchQueue } from "../../src/client/transport/watch-queue.ts";
 
 describe("WatchQueue", () => {
   it("hands items out in push order, to buffered and to pending next() calls alike", async () => {

@@ -4,13 +4,13 @@
  * keep-alive pings, acknowledgements, permanent refusals and shutdown.
  */
 import { describe, expect, it } from "vitest";
-import type { ClaimWatchItem } from "../../src/client/claims-backend.ts";
-import { ACK_EVERY, type WebSocketLike } from "../../src/client/claim-watch-socket.ts";
-import { HttpClaimsBackend } from "../../src/client/http-claims-backend.ts";
-import type { FetchLike } from "../../src/client/http-transport.ts";
-import { emptyClaim } from "../../src/claims/machine.ts";
+import type { ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
+import { ACK_EVERY, type WebSocketLike } from "../../src/client/transport/claim-watch-socket.ts";
+import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
+import type { FetchLike } from "../../src/client/transport/http-transport.ts";
+import { emptyClaim } from "../../src/core/claim-machine.ts";
 import { claimToWire, type ClaimRecord } from "../../src/protocol/claims.ts";
-import { ManualClock, flushMicrotasks } from "../../src/protocol/clock.ts";
+import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import { errorEnvelope, type ShiftlockError } from "../../src/protocol/errors.ts";
 
 type Listener = (event: never) => void;

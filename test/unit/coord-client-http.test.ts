@@ -1,11 +1,11 @@
 // HttpCoordinator's requests against a scripted fetch: routes and encoding, bodies,
 // busy-as-value, chunked unbounded waits, retries of transient failures.
 import { describe, expect, it } from "vitest";
-import { ManualClock, flushMicrotasks } from "../../src/protocol/clock.ts";
+import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import { hasCode } from "../../src/protocol/errors.ts";
-import { HttpCoordinator } from "../../src/client/coord-http.ts";
-import { isScopeEmpty } from "../../src/client/coord-scope.ts";
-import type { Scope } from "../../src/client/coord-types.ts";
+import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
+import { isScopeEmpty } from "../../src/client/coord/coord-scope.ts";
+import type { Scope } from "../../src/client/coord/coord-types.ts";
 import { CAPABILITY, envelope, fakeFetch, json, type FetchCall } from "./coord-client-fakes.ts";
 
 const scope: Scope = { volumeId: "vol/1", objectStoreId: "store é", participantId: "p" };

@@ -1,10 +1,10 @@
 // MemoryCoordinator specifics beyond the conformance suite: clock-driven timeouts, the
 // truncated-history replay, value isolation, request validation and revokeLease.
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/protocol/clock.ts";
+import { ManualClock } from "../../src/core/clock.ts";
 import { hasCode } from "../../src/protocol/errors.ts";
-import { MemoryCoordinator } from "../../src/client/memory-coord.ts";
-import type { CoordEvent, Scope } from "../../src/client/coord-types.ts";
+import { MemoryCoordinator } from "../../src/client/coord/memory-coord.ts";
+import type { CoordEvent, Scope } from "../../src/client/coord/coord-types.ts";
 
 const scope = (participantId: string): Scope => ({ volumeId: "v", objectStoreId: "o", participantId });
 

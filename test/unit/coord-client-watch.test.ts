@@ -2,10 +2,10 @@
 // ManualClock for pings and reconnect backoff: ready, decoding, resume after drops and
 // 4008, de-duplication of replays, permanent refusals, close and abort.
 import { describe, expect, it } from "vitest";
-import { ManualClock, flushMicrotasks } from "../../src/protocol/clock.ts";
+import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import { hasCode } from "../../src/protocol/errors.ts";
-import { HttpCoordinator } from "../../src/client/coord-http.ts";
-import type { CoordEvent, CoordWatch, Scope } from "../../src/client/coord-types.ts";
+import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
+import type { CoordEvent, CoordWatch, Scope } from "../../src/client/coord/coord-types.ts";
 import {
   CAPABILITY,
   envelope,

@@ -1,11 +1,11 @@
 // WriteLease keepalive and loss detection, driven by a ManualClock and a scripted driver:
 // every instant below is exact, nothing sleeps.
 import { describe, expect, it } from "vitest";
-import { ManualClock, flushMicrotasks } from "../../src/protocol/clock.ts";
+import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import { ShiftlockError, hasCode } from "../../src/protocol/errors.ts";
-import { checkScope } from "../../src/client/coord-scope.ts";
-import type { Snapshot } from "../../src/client/coord-types.ts";
-import { HeldWriteLease, type LeaseDriver } from "../../src/client/write-lease.ts";
+import { checkScope } from "../../src/client/coord/coord-scope.ts";
+import type { Snapshot } from "../../src/client/coord/coord-types.ts";
+import { HeldWriteLease, type LeaseDriver } from "../../src/client/coord/write-lease.ts";
 
 const START = 1_000_000;
 const TTL = 900; // keepalive every 300 ms; default margin 90 ms

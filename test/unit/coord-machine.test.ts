@@ -6,7 +6,7 @@ import {
   decideScope,
   emptyScopeState,
   nextDeadlineMs,
-} from "../../src/coord/machine.ts";
+} from "../../src/core/scope-machine.ts";
 import { U64_LIMIT } from "../../src/protocol/counter.ts";
 
 const STORE = { volumeId: "vol", objectStoreId: "objects", key: "" };

@@ -9,7 +9,7 @@ import {
   decideRegister,
   generationDecisionToResponse,
   isFinalState,
-} from "../../src/generations/machine.ts";
+} from "../../src/core/generation-machine.ts";
 import { GENERATION_STATES } from "../../src/protocol/generations.ts";
 import type { GenerationRecord, GenerationState } from "../../src/protocol/generations.ts";
 

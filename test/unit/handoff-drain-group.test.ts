@@ -2,7 +2,7 @@
 // closing a session while an acquire is in flight (TestAcquireThenCloseReleasesBackend).
 import { describe, expect, it } from "vitest";
 import { DrainGroup } from "../../src/client/handoff/index.ts";
-import { ManualClock } from "../../src/protocol/clock.ts";
+import { ManualClock } from "../../src/core/clock.ts";
 import { hasCode } from "../../src/protocol/errors.ts";
 import { flushMicrotasks, rig } from "./handoff-fixtures.ts";
 

@@ -1,10 +1,10 @@
 // Shared fixtures of the handoff runtime tests: a ManualClock-driven MemoryClaimsBackend,
 // sessions configured like the Go reference's `newTestCoord`, and fault injection.
-import { MemoryClaimsBackend } from "../../src/client/memory-claims-backend.ts";
-import type { ClaimsBackend } from "../../src/client/claims-backend.ts";
+import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import type { ClaimsBackend } from "../../src/client/claims/claims-backend.ts";
 import { GenerationSession } from "../../src/client/handoff/index.ts";
 import type { GenerationSessionConfig, RuntimeEvent } from "../../src/client/handoff/index.ts";
-import { ManualClock, flushMicrotasks } from "../../src/protocol/clock.ts";
+import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import { ShiftlockError } from "../../src/protocol/errors.ts";
 
 type Method = {

@@ -2,8 +2,8 @@
 // and releasing claims (ports of the Go reference's root-package tests, §4.5).
 import { describe, expect, it } from "vitest";
 import { GenerationSession } from "../../src/client/handoff/index.ts";
-import { MemoryClaimsBackend } from "../../src/client/memory-claims-backend.ts";
-import { ManualClock } from "../../src/protocol/clock.ts";
+import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import { ManualClock } from "../../src/core/clock.ts";
 import { hasCode, ShiftlockError } from "../../src/protocol/errors.ts";
 import { advanceBy, flushMicrotasks, networkError, rig } from "./handoff-fixtures.ts";
 

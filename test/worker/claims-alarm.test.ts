@@ -5,7 +5,7 @@
 // alarm on its own while the manual clock lags behind the wall clock.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ManualClock, systemClock } from "../../src/protocol/clock.ts";
+import { ManualClock, systemClock } from "../../src/core/clock.ts";
 import { claimStub, claimUrl, get, openWatch, post, unique } from "./claims-helpers.ts";
 
 async function setup() {

@@ -2,9 +2,9 @@
 // torn down and restarted; the token stops at 2^64−2 with `token_overflow`.
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideClaim } from "../../src/claims/machine.ts";
+import { decideClaim } from "../../src/core/claim-machine.ts";
 import { ClaimStore } from "../../src/claims/store.ts";
-import { systemClock } from "../../src/protocol/clock.ts";
+import { systemClock } from "../../src/core/clock.ts";
 import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
 import { claimStub, claimUrl, clearTrackedAlarms, get, openWatch, post, track, unique } from "./claims-helpers.ts";
 

@@ -3,8 +3,8 @@
 // is `operation_id_conflict`; only 2xx and 409 outcomes are remembered.
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/claims/operations.ts";
-import { ManualClock, systemClock } from "../../src/protocol/clock.ts";
+import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/core/claim-operations.ts";
+import { ManualClock, systemClock } from "../../src/core/clock.ts";
 import { claimStub, claimUrl, clearTrackedAlarms, get, openWatch, post, track, unique } from "./claims-helpers.ts";
 
 const TTL = 60_000;

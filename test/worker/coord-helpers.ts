@@ -7,7 +7,7 @@ import { runInDurableObject } from "cloudflare:test";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
 import { objectName } from "../../src/http/object-names.ts";
-import type { Clock } from "../../src/protocol/clock.ts";
+import type { Clock } from "../../src/core/clock.ts";
 
 export const WRITE = "test-write-all";
 export const READ = "test-read-all";

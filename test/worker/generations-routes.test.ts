@@ -4,7 +4,7 @@ import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { objectName } from "../../src/http/object-names.ts";
-import { systemClock } from "../../src/protocol/clock.ts";
+import { systemClock } from "../../src/core/clock.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
 
 // The first request loads the Worker module, which can take seconds on a busy machine.

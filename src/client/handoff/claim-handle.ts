@@ -16,11 +16,11 @@
  * Does not: check that the claim name is registered anywhere (claims never are), or
  * release claims when the process dies (the server's TTL does that).
  */
-import { sleepLinked } from "../../protocol/clock.ts";
+import { sleepLinked } from "../../core/clock.ts";
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
-import type { ClaimWatch, ClaimWatchItem } from "../claims-backend.ts";
+import type { ClaimWatch, ClaimWatchItem } from "../claims/claims-backend.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease } from "./lease.ts";

@@ -6,12 +6,12 @@
  * 100 ms … 24 h, so a session can always renew at least once before it would declare loss.
  * Invalid configs throw `invalid_request` naming the field (`details.field`).
  */
-import type { Clock } from "../../protocol/clock.ts";
-import { systemClock } from "../../protocol/clock.ts";
+import type { Clock } from "../../core/clock.ts";
+import { systemClock } from "../../core/clock.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { TTL_MAX_MS, TTL_MIN_MS } from "../../protocol/fields.ts";
 import { nameProblem } from "../../protocol/names.ts";
-import type { ClaimsBackend } from "../claims-backend.ts";
+import type { ClaimsBackend } from "../claims/claims-backend.ts";
 
 /** What a service passes to {@link GenerationSession.open}. Durations in milliseconds. */
 export interface GenerationSessionConfig {

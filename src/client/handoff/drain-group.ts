@@ -13,7 +13,7 @@
  *
  * Does not: cancel work in flight; the handoff only waits for it.
  */
-import type { Clock } from "../../protocol/clock.ts";
+import type { Clock } from "../../core/clock.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 
 export class DrainGroup {

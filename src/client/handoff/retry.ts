@@ -8,7 +8,7 @@
  *
  * Does not: retry past the given deadline, or after the signal aborts.
  */
-import { type Clock, sleepLinked } from "../../protocol/clock.ts";
+import { type Clock, sleepLinked } from "../../core/clock.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 
 /** True for failures worth retrying: no answer from the service, or a server-side hiccup. */

@@ -21,7 +21,7 @@
 import type { GenerationState } from "../../protocol/generations.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { nameProblem } from "../../protocol/names.ts";
-import { canTransition } from "../../generations/machine.ts";
+import { canTransition } from "../../core/generation-machine.ts";
 import { ClaimHandle, type SessionContext } from "./claim-handle.ts";
 import { resolveConfig, type GenerationSessionConfig, type ResolvedConfig } from "./config.ts";
 import { DrainGroup } from "./drain-group.ts";

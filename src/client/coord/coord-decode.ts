@@ -10,9 +10,9 @@
  *
  * Does not: reject unknown extra fields (a newer server may add some).
  */
-import { parseCounter } from "../protocol/counter.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
-import { formatCounter } from "../protocol/counter.ts";
+import { parseCounter } from "../../protocol/counter.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import { formatCounter } from "../../protocol/counter.ts";
 import type { Capability, CoordEvent, PublishRequest, Snapshot } from "./coord-types.ts";
 import type { LeaseGrant } from "./write-lease.ts";
 

@@ -6,8 +6,8 @@
  * watch then reconnects and resumes), so a black-holed connection never stalls a watch
  * forever; closing never throws.
  */
-import type { Clock } from "../protocol/clock.ts";
-import { WATCH_PING_TEXT } from "../protocol/watch.ts";
+import type { Clock } from "../../core/clock.ts";
+import { WATCH_PING_TEXT } from "../../protocol/watch.ts";
 import type { WebSocketLike } from "./claim-watch-socket.ts";
 
 const OPEN = 1;

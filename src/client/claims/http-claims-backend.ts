@@ -18,9 +18,9 @@
  * const rec = await claims.acquireClaim({ claimName: "billing-cron", generationId: "g-42", ttlMs: 15_000 });
  * console.log(rec.fencingToken); // 7n
  */
-import { systemClock, type Clock } from "../protocol/clock.ts";
-import { formatCounter } from "../protocol/counter.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
+import { systemClock, type Clock } from "../../core/clock.ts";
+import { formatCounter } from "../../protocol/counter.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
 import type {
   AbortRequest,
   AcquireRequest,
@@ -37,10 +37,10 @@ import type {
   UpdateGenerationRequest,
   WatchClaimOptions,
 } from "./claims-backend.ts";
-import { SocketClaimWatch, type WebSocketConstructor, type WebSocketLike } from "./claim-watch-socket.ts";
+import { SocketClaimWatch, type WebSocketConstructor, type WebSocketLike } from "../transport/claim-watch-socket.ts";
 import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
-import { HttpTransport, type HttpTransportOptions } from "./http-transport.ts";
-import { checkCounter, checkPathName } from "./path-names.ts";
+import { HttpTransport, type HttpTransportOptions } from "../transport/http-transport.ts";
+import { checkCounter, checkPathName } from "../transport/path-names.ts";
 
 export type { WebSocketConstructor, WebSocketLike };
 

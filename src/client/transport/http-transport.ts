@@ -16,8 +16,8 @@
  *
  * Does not: retry, or decode response bodies beyond JSON (the backends decode records).
  */
-import { ShiftlockError } from "../protocol/errors.ts";
-import { withDecodedClaim } from "./decode.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import { withDecodedClaim } from "../claims/decode.ts";
 
 /** The `fetch` signature the client needs (the global one, or a test double). */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;

@@ -7,7 +7,7 @@
  */
 import { claimToWire } from "../protocol/claims.ts";
 import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
-import type { ClaimResult } from "./machine.ts";
+import type { ClaimResult } from "./claim-machine.ts";
 
 /**
  * A response as plain data: safe to store, to send over RPC and to replay. `body` is typed

@@ -18,13 +18,13 @@
  * Does not: recover `wantLock`/`unlocked` events that happened while disconnected (they are
  * hints, not history); bound its buffer (the server closes laggards with 4008).
  */
-import type { Clock } from "../protocol/clock.ts";
-import { parseCounter } from "../protocol/counter.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
+import type { Clock } from "../../core/clock.ts";
+import { parseCounter } from "../../protocol/counter.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
 import type { WebSocketLike } from "./claim-watch-socket.ts";
 import { closeQuietly, parseFrame, pingUntilSilent } from "./socket-keepalive.ts";
-import { decodeEvent } from "./coord-decode.ts";
-import type { CoordEvent, CoordWatch } from "./coord-types.ts";
+import { decodeEvent } from "../coord/coord-decode.ts";
+import type { CoordEvent, CoordWatch } from "../coord/coord-types.ts";
 import { WatchQueue } from "./watch-queue.ts";
 
 export interface CoordSocketWatchOptions {

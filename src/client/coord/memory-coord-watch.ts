@@ -8,7 +8,7 @@
  * Does not: reconnect (there is no connection to lose).
  */
 import type { CoordEvent, CoordWatch } from "./coord-types.ts";
-import { WatchQueue } from "./watch-queue.ts";
+import { WatchQueue } from "../transport/watch-queue.ts";
 
 /** A watch fed synchronously by the coordinator. */
 export class MemoryWatch implements CoordWatch {

@@ -8,7 +8,7 @@
  *
  * Does not: validate the scope (there is nothing to coordinate).
  */
-import { ShiftlockError } from "../protocol/errors.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
 import type {
   AcquireOptions,
   BackendKind,

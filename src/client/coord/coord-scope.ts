@@ -9,10 +9,10 @@
  *
  * Does not: talk to the network.
  */
-import { DEFAULT_LEASE_TTL_MS, acquireBodySchema } from "../protocol/coord.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
-import { nameProblem } from "../protocol/names.ts";
-import { invalidFromZod } from "../protocol/zod-invalid.ts";
+import { DEFAULT_LEASE_TTL_MS, acquireBodySchema } from "../../protocol/coord.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import { nameProblem } from "../../protocol/names.ts";
+import { invalidFromZod } from "../../protocol/zod-invalid.ts";
 import type { Scope } from "./coord-types.ts";
 
 /** The message text of the seed's ErrScopeEmpty. */

@@ -26,10 +26,10 @@
  * await using lease = await coord.waitAcquireWriteLease(scope, { signal });
  * await lease.publish({ expectedGeneration: snap.generation, root: newRoot });
  */
-import { systemClock, type Clock } from "../protocol/clock.ts";
-import { formatCounter } from "../protocol/counter.ts";
-import { ShiftlockError, hasCode } from "../protocol/errors.ts";
-import type { WebSocketConstructor } from "./claim-watch-socket.ts";
+import { systemClock, type Clock } from "../../core/clock.ts";
+import { formatCounter } from "../../protocol/counter.ts";
+import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
+import type { WebSocketConstructor } from "../transport/claim-watch-socket.ts";
 import {
   decodeAcquireAnswer,
   decodeCapability,
@@ -50,8 +50,8 @@ import type {
   WaitAcquireOptions,
   WriteLease,
 } from "./coord-types.ts";
-import { SocketCoordWatch } from "./coord-watch-socket.ts";
-import { HttpTransport, isNetworkError, type HttpTransportOptions } from "./http-transport.ts";
+import { SocketCoordWatch } from "../transport/coord-watch-socket.ts";
+import { HttpTransport, isNetworkError, type HttpTransportOptions } from "../transport/http-transport.ts";
 import {
   HeldWriteLease,
   defaultSafetyMarginMs,

@@ -20,8 +20,8 @@
  * Does not: fence your storage. Pass `epoch` to whatever you write and have it refuse
  * smaller epochs; a lease alone cannot stop a paused process from writing late.
  */
-import { type Clock, sleepLinked } from "../protocol/clock.ts";
-import { ShiftlockError, hasCode } from "../protocol/errors.ts";
+import { type Clock, sleepLinked } from "../../core/clock.ts";
+import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import { keyedUnsupported } from "./coord-scope.ts";
 import type { CheckedScope } from "./coord-scope.ts";
 import type { CallOptions, PublishRequest, Snapshot, WriteLease } from "./coord-types.ts";

@@ -11,10 +11,10 @@
  * Does not: validate records strictly — unknown extra fields from a newer server are
  * ignored, so older clients keep working.
  */
-import type { ClaimRecord } from "../protocol/claims.ts";
-import { parseCounter } from "../protocol/counter.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
-import type { GenerationRecord } from "../protocol/generations.ts";
+import type { ClaimRecord } from "../../protocol/claims.ts";
+import { parseCounter } from "../../protocol/counter.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import type { GenerationRecord } from "../../protocol/generations.ts";
 
 /** A response as plain data (same shape as the server's `WireResponse`). */
 export interface WireAnswer {

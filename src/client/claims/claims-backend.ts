@@ -14,8 +14,8 @@
  * Does not: validate generation registration (an unregistered id may acquire), or renew
  * leases on its own (the handoff runtime does that).
  */
-import type { ClaimEventReason, ClaimRecord } from "../protocol/claims.ts";
-import type { GenerationRecord, GenerationState } from "../protocol/generations.ts";
+import type { ClaimEventReason, ClaimRecord } from "../../protocol/claims.ts";
+import type { GenerationRecord, GenerationState } from "../../protocol/generations.ts";
 
 export type { ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState };
 

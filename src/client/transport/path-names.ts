@@ -8,9 +8,9 @@
  * `afterVersion` is range-checked up front too: a refused handshake would otherwise look like
  * a transient failure to a reconnecting watch.
  */
-import { ShiftlockError } from "../protocol/errors.ts";
-import { U64_LIMIT } from "../protocol/counter.ts";
-import { nameProblem } from "../protocol/names.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import { U64_LIMIT } from "../../protocol/counter.ts";
+import { nameProblem } from "../../protocol/names.ts";
 
 /** Why `value` cannot be used as a path segment, or undefined. */
 export function pathNameProblem(value: string): string | undefined {

@@ -25,15 +25,15 @@
  * await clock.advance(1_001); // the claim expires; watchers get `expired`
  */
 import type { z } from "zod";
-import type { ClaimCommand } from "../claims/machine.ts";
-import { emptyClaim, nextDeadlineMs } from "../claims/machine.ts";
-import { requestFingerprint } from "../claims/operations.ts";
+import type { ClaimCommand } from "../../core/claim-machine.ts";
+import { emptyClaim, nextDeadlineMs } from "../../core/claim-machine.ts";
+import { requestFingerprint } from "../../core/claim-operations.ts";
 import {
   decideRegister,
   decidePatch,
   generationDecisionToResponse,
   type GenerationDecision,
-} from "../generations/machine.ts";
+} from "../../core/generation-machine.ts";
 import {
   abortBodySchema,
   acquireBodySchema,
@@ -41,11 +41,11 @@ import {
   prepareBodySchema,
   releaseBodySchema,
   renewBodySchema,
-} from "../protocol/claims.ts";
-import { systemClock, type Clock } from "../protocol/clock.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
-import { patchGenerationBodySchema, registerGenerationBodySchema } from "../protocol/generations.ts";
-import { invalidFromZod } from "../protocol/zod-invalid.ts";
+} from "../../protocol/claims.ts";
+import { systemClock, type Clock } from "../../core/clock.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import { patchGenerationBodySchema, registerGenerationBodySchema } from "../../protocol/generations.ts";
+import { invalidFromZod } from "../../protocol/zod-invalid.ts";
 import type {
   AbortRequest,
   AcquireRequest,
@@ -64,10 +64,10 @@ import type {
   WatchClaimOptions,
 } from "./claims-backend.ts";
 import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
-import { encodeJson } from "./http-transport.ts";
+import { encodeJson } from "../transport/http-transport.ts";
 import { MemoryClaimSlot } from "./memory-claim-slot.ts";
-import { checkCounter, checkPathName } from "./path-names.ts";
-import { WatchQueue } from "./watch-queue.ts";
+import { checkCounter, checkPathName } from "../transport/path-names.ts";
+import { WatchQueue } from "../transport/watch-queue.ts";
 
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */

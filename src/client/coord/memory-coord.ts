@@ -18,7 +18,7 @@
  *
  * Does not: persist anything, or share state between instances (share one instance).
  */
-import { systemClock, type Clock } from "../protocol/clock.ts";
+import { systemClock, type Clock } from "../../core/clock.ts";
 import {
   HISTORY_RETAINED,
   capabilityToWire,
@@ -28,9 +28,9 @@ import {
   snapshotToWire,
   type CoordEvent as WireCoordEvent,
   type ScopeId,
-} from "../protocol/coord.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
-import { invalidFromZod } from "../protocol/zod-invalid.ts";
+} from "../../protocol/coord.ts";
+import { ShiftlockError } from "../../protocol/errors.ts";
+import { invalidFromZod } from "../../protocol/zod-invalid.ts";
 import {
   decideScope,
   emptyScopeState,
@@ -38,7 +38,7 @@ import {
   type ScopeCommand,
   type ScopeResult,
   type ScopeState,
-} from "../coord/machine.ts";
+} from "../../core/scope-machine.ts";
 import { decodeCapability, decodeEvent, decodeSnapshot, publishBody } from "./coord-decode.ts";
 import { checkAcquireOptions, checkScope, keyedUnsupported, type CheckedScope } from "./coord-scope.ts";
 import type {

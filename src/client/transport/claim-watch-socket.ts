@@ -27,12 +27,12 @@
  * Does not: bound its buffer (a consumer that stops reading keeps items in memory; the
  * server bounds what it sends), or tell the server anything but pings.
  */
-import type { Clock } from "../protocol/clock.ts";
-import { hasCode } from "../protocol/errors.ts";
-import { LAGGING_CLOSE_CODE } from "../protocol/watch.ts";
+import type { Clock } from "../../core/clock.ts";
+import { hasCode } from "../../protocol/errors.ts";
+import { LAGGING_CLOSE_CODE } from "../../protocol/watch.ts";
 import { closeQuietly, parseFrame, pingUntilSilent } from "./socket-keepalive.ts";
-import type { ClaimWatch, ClaimWatchItem } from "./claims-backend.ts";
-import { decodeClaim } from "./decode.ts";
+import type { ClaimWatch, ClaimWatchItem } from "../claims/claims-backend.ts";
+import { decodeClaim } from "../claims/decode.ts";
 import { WatchQueue } from "./watch-queue.ts";
 
 /** The part of the WHATWG WebSocket the client uses (browsers, Workers, Node 22, `ws`). */

@@ -13,12 +13,12 @@
  * Does not: read the clock or schedule expiry (the backend passes `nowMs` and drives the
  * expiry timer), or bound a watcher's buffer (memory watchers are never closed as slow).
  */
-import type { ClaimRecord } from "../protocol/claims.ts";
-import { decideClaim, type ClaimCommand, type ClaimEvent } from "../claims/machine.ts";
-import { isPrunable, isRememberedStatus, replay, type OperationRecord } from "../claims/operations.ts";
-import { claimResultToResponse, type WireResponse } from "../claims/response.ts";
+import type { ClaimRecord } from "../../protocol/claims.ts";
+import { decideClaim, type ClaimCommand, type ClaimEvent } from "../../core/claim-machine.ts";
+import { isPrunable, isRememberedStatus, replay, type OperationRecord } from "../../core/claim-operations.ts";
+import { claimResultToResponse, type WireResponse } from "../../core/claim-response.ts";
 import type { ClaimWatchItem } from "./claims-backend.ts";
-import type { WatchQueue } from "./watch-queue.ts";
+import type { WatchQueue } from "../transport/watch-queue.ts";
 
 /** Events retained per claim for resuming watchers (SPEC: at least 256). */
 export const HISTORY_LIMIT = 256;

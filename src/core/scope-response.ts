@@ -6,10 +6,10 @@
  * refresh and publish 200 with the snapshot; capability 200; release 204 with no body
  * whatever the lease's state; refusals are the SPEC envelope with the code's status.
  */
-import type { WireResponse } from "../claims/response.ts";
+import type { WireResponse } from "./claim-response.ts";
 import { capabilityToWire, leaseToWire, snapshotToWire } from "../protocol/coord.ts";
 import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
-import type { ScopeResult } from "./machine.ts";
+import type { ScopeResult } from "./scope-machine.ts";
 
 export type { WireResponse };
 
