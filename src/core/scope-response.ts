@@ -7,7 +7,7 @@
  * whatever the lease's state; refusals are the SPEC envelope with the code's status.
  */
 import type { WireResponse } from "./claim-response.ts";
-import { capabilityToWire, leaseToWire, snapshotToWire } from "../protocol/coord.ts";
+import { acquireResponseSchema, capabilitySchema, keepaliveResponseSchema, snapshotSchema } from "../protocol/coord.ts";
 import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
 import type { ScopeResult } from "./scope-machine.ts";
 
@@ -20,13 +20,13 @@ export function scopeResultToResponse(result: ScopeResult): WireResponse {
   }
   switch (result.kind) {
     case "granted":
-      return { status: 201, body: { lease: leaseToWire(result.lease) } };
+      return { status: 201, body: acquireResponseSchema.encode({ lease: result.lease }) };
     case "keepalive":
-      return { status: 200, body: { lease: leaseToWire(result.lease), wantLock: result.wantLock } };
+      return { status: 200, body: keepaliveResponseSchema.encode({ lease: result.lease, wantLock: result.wantLock }) };
     case "snapshot":
-      return { status: 200, body: snapshotToWire(result.snapshot) };
+      return { status: 200, body: snapshotSchema.encode(result.snapshot) };
     case "capability":
-      return { status: 200, body: capabilityToWire(result.capability) };
+      return { status: 200, body: capabilitySchema.encode(result.capability) };
     case "released":
     case "cancelled":
     case "none":

@@ -1,47 +1,55 @@
 /**
  * The Worker's router: the one place requests are authenticated, errors are rendered and
- * resources are mounted.
+ * the declared routes are mounted.
  *
  * Guarantees:
- * - Every `/v1` request is authenticated and authorized before any other check (an
- *   unauthenticated `DELETE` of a lease is 401, not 204).
+ * - Every `/v1` request is authenticated before any other check (an unauthenticated
+ *   `DELETE` of a lease is 401, not 204); each route then authorizes its declared role for
+ *   the path's namespace before validating anything (mount.ts).
  * - Every error, from any layer, leaves as the SPEC envelope with the status from
- *   {@link ERROR_STATUS}; unknown routes are 404 `not_found`; a 5xx is only ever a bug.
- * - Route modules validate input from the `protocol/` schemas before touching an object.
+ *   `ERROR_STATUS`, through the same `send` as every success; unknown routes are 404
+ *   `not_found`; a 5xx is only ever a bug.
+ * - A watch authenticated by the `shiftlock.bearer.<token>` subprotocol gets that
+ *   subprotocol echoed in its 101 here, in the router: the token never travels to an object.
  */
 import { Hono } from "hono";
-import { authenticate, authorize, presentedToken, withEchoedSubprotocol } from "./auth.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
+import { health, openApi } from "../protocol/routes.ts";
 import type { AppEnv } from "./app-env.ts";
-import { nameParam, strictPathEncoding } from "./params.ts";
-import { claimRoutes } from "./claims.ts";
-import { generationRoutes } from "./generations.ts";
-import { coordRoutes } from "./coord.ts";
+import { authenticate, authorize, presentedToken, withEchoedSubprotocol } from "./auth.ts";
+import { mountClaimRoutes } from "./claims.ts";
+import { mountCoordRoutes } from "./coord.ts";
+import { mountGenerationRoutes } from "./generations.ts";
+import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
-import { ShiftlockError, errorEnvelope } from "../protocol/errors.ts";
 
 export const app = new Hono<AppEnv>();
 
 app.onError((err, c) => {
-  if (err instanceof ShiftlockError) {
-    const headers: Record<string, string> = {};
-    if (err.code === "rate_limited") {
-      // SPEC: a 429 always says when to come back; default to one second.
-      const retryAfterMs = err.details["retryAfterMs"];
-      const seconds = typeof retryAfterMs === "number" && Number.isFinite(retryAfterMs) ? retryAfterMs / 1000 : 1;
-      headers["Retry-After"] = String(Math.max(1, Math.ceil(seconds)));
-    }
-    return c.json(err.toEnvelope(), err.status, headers);
-  }
+  if (err instanceof ShiftlockError) return send(c, errorAnswer(err));
   console.error("unhandled error", err);
-  return c.json(errorEnvelope("internal"), 500);
+  return send(c, errorAnswer(new ShiftlockError("internal")));
 });
 
-app.notFound((c) =>
-  c.json(errorEnvelope("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404),
-);
+app.notFound((c) => {
+  const path = new URL(c.req.url).pathname;
+  // A path no route declares still answers "who are you / may you" first: a read token
+  // writing, or any token outside its namespaces, is 403 here too, never a 404 hint.
+  const ns = /^\/v1\/ns\/([^/]*)\//.exec(path)?.[1];
+  if (ns !== undefined) authorize(c.get("grant"), safeDecode(ns), c.req.method === "GET" ? "read" : "write");
+  return send(c, errorAnswer(new ShiftlockError("not_found", `no route for ${c.req.method} ${path}`)));
+});
 
-app.get("/healthz", (c) => c.json({ ok: true }));
-app.get("/openapi.json", (c) => c.json(openApiDocument()));
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+mount(app, health, () => ({ status: 200, body: { ok: true } }));
+mount(app, openApi, () => ({ status: 200, body: openApiDocument() }));
 
 // Authentication first, for every /v1 path, known route or not.
 app.use("/v1/*", async (c, next) => {
@@ -58,18 +66,7 @@ app.use("/v1/*", async (c, next) => {
     c.res = echoed;
   }
 });
-// Authorization next, before any validation (SPEC §2). A namespace that is not a valid name
-// cannot be on a token's list, so a limited token gets 403 for it and a "*" token gets 400 below.
-app.use("/v1/ns/:ns/*", async (c, next) => {
-  authorize(c.get("grant"), c.req.param("ns") ?? "", c.req.method);
-  await next();
-});
-app.use("/v1/*", strictPathEncoding);
-app.use("/v1/ns/:ns/*", async (c, next) => {
-  c.set("namespace", nameParam(c, "ns"));
-  await next();
-});
 
-app.route("/v1/ns/:ns/claims", claimRoutes);
-app.route("/v1/ns/:ns/generations", generationRoutes);
-app.route("/v1/ns/:ns/volumes", coordRoutes);
+mountClaimRoutes(app);
+mountGenerationRoutes(app);
+mountCoordRoutes(app);

@@ -19,6 +19,7 @@
  */
 import { z } from "zod";
 import { ShiftlockError } from "../protocol/errors.ts";
+import type { RouteRole } from "../protocol/route.ts";
 
 export type Role = "read" | "write";
 
@@ -168,24 +169,13 @@ export async function authenticate(config: string | undefined, token: string): P
   return found;
 }
 
-/** True for methods the `read` role may use (a WebSocket watch is a GET). */
-export function isReadMethod(method: string): boolean {
-  return method === "GET" || method === "HEAD";
-}
-
-/** Throw `forbidden` unless the grant covers the namespace and the method. */
-export function authorize(grant: Grant, namespace: string, method: string): void {
+/**
+ * Throw `forbidden` unless the grant covers the namespace and the route's role (`read`:
+ * GET and watch; `write`: everything).
+ */
+export function authorize(grant: Grant, namespace: string, role: RouteRole): void {
   if (grant.namespaces !== "*" && !grant.namespaces.includes(namespace)) {
     throw new ShiftlockError("forbidden", "token is not allowed for this namespace");
   }
-  if (!isReadMethod(method) && grant.role !== "write") throw new ShiftlockError("forbidden", "token is read-only");
-}
-
-/** The offered `shiftlock.bearer.*` subprotocol, which a watch handshake must echo. */
-export function offeredBearerSubprotocol(header: string | undefined): string | undefined {
-  for (const raw of header?.split(",") ?? []) {
-    const protocol = raw.trim();
-    if (protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX)) return protocol;
-  }
-  return undefined;
+  if (role === "write" && grant.role !== "write") throw new ShiftlockError("forbidden", "token is read-only");
 }

@@ -1,92 +1,52 @@
 /**
- * Claim routes (SPEC §3), mounted at `/v1/ns/:ns/claims`.
+ * Claim routes (SPEC §3): the declared routes of protocol/claim-routes.ts mounted on the
+ * claim's Durable Object.
  *
- * Guarantees: input is validated (body size, JSON, schema, names, counters) before the
- * claim's Durable Object is addressed, so bad input changes nothing; every success is
- * `{"claim": ClaimRecord}` and every refusal the SPEC envelope. Handlers stay thin: the
- * object decides, the router only validates and forwards over RPC (the watch upgrade goes
- * through `stub.fetch`, as WebSockets must).
+ * Guarantees: inputs arrive validated and decoded (mount.ts), so handlers only address the
+ * object named `objectName(ns, "claim", claim)` and forward over RPC; the object's answer
+ * (`{"claim": …}` or the SPEC envelope) is sent as it is. The watch upgrade goes through
+ * `stub.fetch`, as WebSockets must, without the caller's token.
  *
- * Does not: authenticate (app.ts does it for every `/v1` route before reaching here).
+ * Does not: authenticate (app.ts) or decide anything (the object does).
  */
-import { Hono } from "hono";
-import type { Context } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { z } from "zod";
-import {
-  abortBodySchema,
-  acquireBodySchema,
-  claimWatchQuerySchema,
-  commitBodySchema,
-  prepareBodySchema,
-  releaseBodySchema,
-  renewBodySchema,
-} from "../protocol/claims.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
-import { WATCH_PARAMS } from "../claims/claim-object.ts";
+import type { Hono } from "hono";
 import type { ClaimObject, ClaimRequest } from "../claims/claim-object.ts";
-import type { WireResponse } from "../core/claim-response.ts";
+import { WATCH_PARAMS } from "../claims/claim-object.ts";
+import type { ClaimMutationName } from "../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../protocol/claim-routes.ts";
 import type { AppEnv } from "./app-env.ts";
-import { offeredBearerSubprotocol } from "./auth.ts";
-import { jsonBody, queryParams } from "./body.ts";
+import type { AppContext } from "./mount.ts";
+import { forwardWatch, mount } from "./mount.ts";
 import { objectName } from "./object-names.ts";
-import { nameParam } from "./params.ts";
 
-export const claimRoutes = new Hono<AppEnv>();
+/** The object's name for each mutation (kept: operation-id fingerprints are stored with it). */
+export const OBJECT_ROUTE: Record<ClaimMutationName, ClaimRequest["route"]> = {
+  acquire: "acquire",
+  renew: "renew",
+  prepare: "transfer/prepare",
+  commit: "transfer/commit",
+  abort: "transfer/abort",
+  release: "release",
+};
 
-/** GET of a claim takes no query parameters. */
-const emptyQuery = z.strictObject({});
-
-type ClaimContext = Context<AppEnv>;
-
-function claimStub(c: ClaimContext): { name: string; stub: DurableObjectStub<ClaimObject> } {
-  const name = nameParam(c, "claim");
-  const ns = c.get("namespace");
-  return { name, stub: c.env.CLAIMS.getByName(objectName(ns, "claim", name)) };
+/** The Durable Object of claim `name` in the request's namespace. */
+export function claimStub(c: AppContext, ns: string, name: string): DurableObjectStub<ClaimObject> {
+  return c.env.CLAIMS.getByName(objectName(ns, "claim", name));
 }
 
-function send(c: ClaimContext, res: WireResponse): Response {
-  return c.json(res.body, res.status as ContentfulStatusCode);
-}
-
-/** Register one mutation route: validate the name and body, then hand over to the object. */
-function mutation<R extends ClaimRequest["route"]>(
-  route: R,
-  schema: z.ZodType<Extract<ClaimRequest, { route: R }>["body"]>,
-): void {
-  claimRoutes.post(`/:claim/${route}`, async (c) => {
-    const { name, stub } = claimStub(c);
-    const body = await jsonBody(c, schema);
-    return send(c, await stub.command(name, { route, body } as ClaimRequest));
+export function mountClaimRoutes(app: Hono<AppEnv>): void {
+  for (const mutation of Object.keys(CLAIM_MUTATIONS) as ClaimMutationName[]) {
+    mount(app, CLAIM_MUTATIONS[mutation], (c, { params, body }) =>
+      claimStub(c, params.ns, params.claim).command(params.claim, {
+        route: OBJECT_ROUTE[mutation],
+        body,
+      } as ClaimRequest),
+    );
+  }
+  mount(app, getClaim, (c, { params }) => claimStub(c, params.ns, params.claim).get(params.claim));
+  mount(app, watchClaim, (c, { params, query }) => {
+    const internal: Record<string, string> = { [WATCH_PARAMS.name]: params.claim };
+    if (query.afterVersion !== undefined) internal[WATCH_PARAMS.afterVersion] = query.afterVersion.toString();
+    return forwardWatch(claimStub(c, params.ns, params.claim), internal);
   });
 }
-
-mutation("acquire", acquireBodySchema);
-mutation("renew", renewBodySchema);
-mutation("transfer/prepare", prepareBodySchema);
-mutation("transfer/commit", commitBodySchema);
-mutation("transfer/abort", abortBodySchema);
-mutation("release", releaseBodySchema);
-
-claimRoutes.get("/:claim", async (c) => {
-  const { name, stub } = claimStub(c);
-  queryParams(c, emptyQuery);
-  return send(c, await stub.get(name));
-});
-
-claimRoutes.get("/:claim/watch", async (c) => {
-  const { name, stub } = claimStub(c);
-  const { afterVersion } = queryParams(c, claimWatchQuerySchema);
-  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
-    throw new ShiftlockError("invalid_request", "watch needs a WebSocket upgrade (Upgrade: websocket)", {
-      field: "Upgrade",
-    });
-  }
-  const target = new URL("https://claim.internal/watch");
-  target.searchParams.set(WATCH_PARAMS.name, name);
-  if (afterVersion !== undefined) target.searchParams.set(WATCH_PARAMS.afterVersion, afterVersion.toString());
-  const subprotocol = offeredBearerSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
-  if (subprotocol !== undefined) target.searchParams.set(WATCH_PARAMS.subprotocol, subprotocol);
-  // Only the upgrade itself travels on; the token stays in the router.
-  return stub.fetch(target.toString(), { headers: { Upgrade: "websocket" } });
-});

@@ -1,41 +1,25 @@
 /**
- * Generation routes (SPEC §3 "Generations"), mounted at `/v1/ns/{ns}/generations`.
+ * Generation routes (SPEC §3 "Generations"): the declared routes of
+ * protocol/generation-routes.ts mounted on the generation's Durable Object.
  *
- * Guarantees: bodies and path names are validated before the generation's Durable Object is
- * addressed (bad input changes nothing and creates no object); each generation lives in its
- * own object named `objectName(ns, "generation", id)`, so namespaces never share one; the
- * object's answer (`{"generation": record}` or the error envelope) is passed through as is.
+ * Guarantees: inputs arrive validated and decoded (mount.ts), so bad input creates no
+ * object; each generation lives in its own object named `objectName(ns, "generation", id)`,
+ * so namespaces never share one; the object's answer is sent as it is.
  */
-import { Hono } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { Context } from "hono";
-import type { AppEnv } from "./app-env.ts";
-import { jsonBody } from "./body.ts";
-import { objectName } from "./object-names.ts";
-import { nameParam } from "./params.ts";
-import type { GenerationWireResponse } from "../core/generation-machine.ts";
+import type { Hono } from "hono";
 import type { GenerationObject } from "../generations/generation-object.ts";
-import { patchGenerationBodySchema, registerGenerationBodySchema } from "../protocol/generations.ts";
+import { getGeneration, registerGeneration, updateGeneration } from "../protocol/generation-routes.ts";
+import type { AppEnv } from "./app-env.ts";
+import type { AppContext } from "./mount.ts";
+import { mount } from "./mount.ts";
+import { objectName } from "./object-names.ts";
 
-function generationStub(c: Context<AppEnv>, id: string): DurableObjectStub<GenerationObject> {
-  return c.env.GENERATIONS.getByName(objectName(c.get("namespace"), "generation", id));
+function generationStub(c: AppContext, ns: string, id: string): DurableObjectStub<GenerationObject> {
+  return c.env.GENERATIONS.getByName(objectName(ns, "generation", id));
 }
 
-function send(c: Context<AppEnv>, response: GenerationWireResponse): Response {
-  return c.json(response.body, response.status as ContentfulStatusCode);
+export function mountGenerationRoutes(app: Hono<AppEnv>): void {
+  mount(app, registerGeneration, (c, { params, body }) => generationStub(c, params.ns, body.id).register(body));
+  mount(app, getGeneration, (c, { params }) => generationStub(c, params.ns, params.id).get(params.id));
+  mount(app, updateGeneration, (c, { params, body }) => generationStub(c, params.ns, params.id).patch(params.id, body));
 }
-
-export const generationRoutes = new Hono<AppEnv>()
-  .post("/", async (c) => {
-    const body = await jsonBody(c, registerGenerationBodySchema);
-    return send(c, await generationStub(c, body.id).register(body));
-  })
-  .get("/:id", async (c) => {
-    const id = nameParam(c, "id");
-    return send(c, await generationStub(c, id).get(id));
-  })
-  .patch("/:id", async (c) => {
-    const id = nameParam(c, "id");
-    const body = await jsonBody(c, patchGenerationBodySchema);
-    return send(c, await generationStub(c, id).patch(id, body));
-  });

@@ -1,14 +1,14 @@
 /**
- * `GET /openapi.json`: the OpenAPI 3.1 document, generated from the route registry
- * (openapi-routes.ts) and the zod schemas the routes validate with.
+ * `GET /openapi.json`: the OpenAPI 3.1 document, generated from the route declarations
+ * (protocol/routes.ts) and the very zod schemas the router validates with and the client
+ * decodes with.
  *
  * Guarantees:
- * - Request schemas are the zod *input* side (what a client must send: counters as canonical
- *   decimal strings, unknown fields rejected); response schemas are the *output* side.
- * - Every `/v1` operation declares the bearer scheme, its role, and every error status it
- *   can answer, each with the envelope narrowed to that status's codes: the route's own
- *   codes plus `invalid_request` (400), `unauthorized` (401), `forbidden` (403),
- *   `payload_too_large` (413, routes with a body) and `internal` (500).
+ * - Every schema is shown in its wire form (the codecs' input side: counters as canonical
+ *   decimal strings); request bodies reject unknown fields, answers may grow new ones.
+ * - Every `/v1` operation declares the bearer scheme, its role (`x-shiftlock-role`), its
+ *   success status and every error status it can answer, each with the envelope narrowed
+ *   to that status's codes (`routeErrorCodes`: the route's own codes plus the common ones).
  * - WebSocket routes are GETs answering 101, with the message schemas in `x-websocket`.
  * - The document is built once per isolate and is plain JSON.
  *
@@ -18,37 +18,38 @@
 import { z } from "zod";
 import { ERROR_STATUS } from "../protocol/errors.ts";
 import type { ErrorCode } from "../protocol/errors.ts";
-import { claimRecordWireSchema, claimResponseSchema } from "../protocol/claims.ts";
+import { claimRecordSchema, claimResponseSchema } from "../protocol/claims.ts";
 import {
-  capabilityWireSchema,
-  eventWireSchema,
-  leaseWireSchema,
-  snapshotWireSchema,
   acquireResponseSchema,
+  capabilitySchema,
+  eventMessageSchema,
   keepaliveResponseSchema,
+  leaseSchema,
+  snapshotSchema,
 } from "../protocol/coord.ts";
-import { counterSchema } from "../protocol/counter.ts";
+import { COUNTER_PATTERN, counterSchema } from "../protocol/counter.ts";
 import { generationRecordSchema, generationResponseSchema } from "../protocol/generations.ts";
 import { NAME_MAX_BYTES, nameSchema } from "../protocol/names.ts";
+import type { RouteSpec } from "../protocol/route.ts";
+import { pathParamNames, routeErrorCodes } from "../protocol/route.ts";
+import { ROUTES } from "../protocol/routes.ts";
 import { BEARER_SUBPROTOCOL_PREFIX } from "./auth.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
-import { ROUTES } from "./openapi-routes.ts";
-import type { RouteDescriptor } from "./openapi-routes.ts";
 
 type Json = Record<string, unknown>;
 
 /** Names for schemas shared by several operations (the rest are named after their operation). */
 const SHARED_NAMES = new Map<z.ZodType, string>([
-  [claimRecordWireSchema, "ClaimRecord"],
+  [claimRecordSchema, "ClaimRecord"],
   [claimResponseSchema, "ClaimResponse"],
   [generationRecordSchema, "GenerationRecord"],
   [generationResponseSchema, "GenerationResponse"],
-  [leaseWireSchema, "Lease"],
+  [leaseSchema, "Lease"],
   [acquireResponseSchema, "LeaseResponse"],
   [keepaliveResponseSchema, "KeepaliveResponse"],
-  [snapshotWireSchema, "Snapshot"],
-  [capabilityWireSchema, "Capability"],
-  [eventWireSchema, "CoordEvent"],
+  [snapshotSchema, "Snapshot"],
+  [capabilitySchema, "Capability"],
+  [eventMessageSchema, "CoordEvent"],
 ]);
 
 const NAME_DESCRIPTION = `name: 1..${NAME_MAX_BYTES} bytes of UTF-8, no control characters`;
@@ -59,20 +60,20 @@ function override(ctx: { zodSchema: unknown; jsonSchema: Json }): void {
   if (ctx.zodSchema === nameSchema) {
     Object.assign(ctx.jsonSchema, { minLength: 1, maxLength: NAME_MAX_BYTES, description: NAME_DESCRIPTION });
   } else if (ctx.zodSchema === counterSchema) {
-    Object.assign(ctx.jsonSchema, { pattern: "^(0|[1-9][0-9]{0,19})$", description: COUNTER_DESCRIPTION });
+    Object.assign(ctx.jsonSchema, { type: "string", pattern: COUNTER_PATTERN, description: COUNTER_DESCRIPTION });
   }
 }
 
 /**
- * Collects the schemas of one direction ("input" or "output") under unique component names
- * and converts them together, so shared schemas become `$ref`s.
+ * Collects schemas under unique component names and converts them together, so shared
+ * schemas become `$ref`s. Everything is converted in its wire form (`io: "input"`).
  */
 class SchemaSet {
   private readonly registry = z.registry<{ id: string }>();
   private readonly ids = new Map<z.ZodType, string>();
 
-  constructor(private readonly io: "input" | "output") {
-    if (io === "output") for (const [schema, id] of SHARED_NAMES) this.name(schema, id);
+  constructor() {
+    for (const [schema, id] of SHARED_NAMES) this.name(schema, id);
   }
 
   /** Register `schema` (once) and return its `$ref`. */
@@ -91,7 +92,7 @@ class SchemaSet {
   /** The converted schemas, keyed by component name. */
   build(): Record<string, Json> {
     const { schemas } = z.toJSONSchema(this.registry, {
-      io: this.io,
+      io: "input",
       unrepresentable: "any",
       target: "draft-2020-12",
       uri: (id) => `#/components/schemas/${id}`,
@@ -106,8 +107,8 @@ class SchemaSet {
   }
 }
 
-/** Inline JSON Schema of a single (query or path) value. */
-function inlineSchema(schema: z.ZodType): Json {
+/** Inline JSON Schema (wire form) of one schema: a query or path value, or a test's sample body. */
+export function inlineSchema(schema: z.ZodType): Json {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
     io: "input",
     unrepresentable: "any",
@@ -154,16 +155,6 @@ const STATUS_TEXT: Record<number, string> = {
   500: "Internal error (a bug; never for bad input)",
 };
 
-/** Every code a route can answer: its own plus the ones common to its kind. */
-export function routeErrorCodes(route: RouteDescriptor): ErrorCode[] {
-  const codes = new Set<ErrorCode>(route.errors);
-  if (route.auth !== "none") {
-    for (const code of ["invalid_request", "unauthorized", "forbidden", "internal"] as const) codes.add(code);
-  }
-  if (route.body !== undefined) codes.add("payload_too_large");
-  return [...codes];
-}
-
 /** The envelope narrowed to `codes`, as an OpenAPI response object. */
 function errorResponse(status: number, codes: readonly ErrorCode[]): Json {
   const response: Json = {
@@ -188,7 +179,7 @@ function errorResponse(status: number, codes: readonly ErrorCode[]): Json {
 /** Responses every `/v1` operation shares, referenced instead of repeated. */
 const COMMON_RESPONSES = ["invalid_request", "unauthorized", "forbidden", "payload_too_large", "internal"] as const;
 
-function errorResponses(route: RouteDescriptor): Record<string, Json> {
+function errorResponses(route: RouteSpec): Record<string, Json> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of routeErrorCodes(route)) {
     const status = ERROR_STATUS[code];
@@ -203,14 +194,14 @@ function errorResponses(route: RouteDescriptor): Record<string, Json> {
   return out;
 }
 
-function pathParameters(path: string): Json[] {
-  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
-    name: m[1],
+function pathParameters(route: RouteSpec): Json[] {
+  return pathParamNames(route.path).map((name) => ({
+    name,
     in: "path",
     required: true,
     description:
-      m[1] === "leaseId"
-        ? "the leaseId an acquire returned; any other value is an unknown lease"
+      route.opaqueParams?.includes(name) === true
+        ? "an id an earlier answer returned; any other value is simply unknown"
         : `${NAME_DESCRIPTION}; percent-encoded (a "/" inside travels as %2F)`,
     schema: { type: "string", minLength: 1 },
   }));
@@ -226,27 +217,27 @@ function queryParameters(query: z.ZodObject | undefined): Json[] {
   }));
 }
 
-function operation(route: RouteDescriptor, input: SchemaSet, output: SchemaSet): Json {
+function operation(route: RouteSpec, schemas: SchemaSet): Json {
   const name = route.operationId.charAt(0).toUpperCase() + route.operationId.slice(1);
   const success: Json = { description: route.status === 101 ? "Switching protocols (WebSocket)" : "Success" };
   if (route.response !== undefined) {
-    success["content"] = { "application/json": { schema: output.ref(route.response, `${name}Response`) } };
+    success["content"] = { "application/json": { schema: schemas.ref(route.response, `${name}Response`) } };
   }
   const op: Json = {
     operationId: route.operationId,
     tags: [route.tag],
     summary: route.summary,
-    parameters: [...pathParameters(route.path), ...queryParameters(route.query)],
+    parameters: [...pathParameters(route), ...queryParameters(route.query)],
     responses: { [String(route.status)]: success, ...errorResponses(route) },
   };
   if (route.description !== undefined) op["description"] = route.description;
-  if (route.auth === "none") op["security"] = [];
-  else op["x-shiftlock-role"] = route.auth;
+  if (route.role === "none") op["security"] = [];
+  else op["x-shiftlock-role"] = route.role;
   if (route.body !== undefined) {
     op["requestBody"] = {
       required: false,
       description: `JSON, at most ${BODY_LIMIT_BYTES} bytes; unknown fields are rejected`,
-      content: { "application/json": { schema: input.ref(route.body, `${name}Body`) } },
+      content: { "application/json": { schema: schemas.ref(route.body, `${name}Body`) } },
     };
   }
   if (route.websocket !== undefined) {
@@ -258,8 +249,8 @@ function operation(route: RouteDescriptor, input: SchemaSet, output: SchemaSet):
     });
     op["x-websocket"] = {
       subprotocol: `${BEARER_SUBPROTOCOL_PREFIX}<token> (browsers; echoed in the handshake)`,
-      serverMessages: output.ref(route.websocket.server, `${name}ServerMessage`),
-      clientMessages: input.ref(route.websocket.client, `${name}ClientMessage`),
+      serverMessages: schemas.ref(route.websocket.server, `${name}ServerMessage`),
+      clientMessages: schemas.ref(route.websocket.client, `${name}ClientMessage`),
       closeCodes: { "4008": "subscriber could not keep up; resume with the after… parameter" },
     };
   }
@@ -267,17 +258,11 @@ function operation(route: RouteDescriptor, input: SchemaSet, output: SchemaSet):
 }
 
 function buildDocument(): Json {
-  const input = new SchemaSet("input");
-  const output = new SchemaSet("output");
+  const schemas = new SchemaSet();
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of ROUTES) {
     const item = (paths[route.path] ??= {});
-    item[route.method] = operation(route, input, output);
-  }
-  const inputSchemas = input.build();
-  const outputSchemas = output.build();
-  for (const id of Object.keys(inputSchemas)) {
-    if (Object.hasOwn(outputSchemas, id)) throw new Error(`OpenAPI component ${id} is both input and output`);
+    item[route.method.toLowerCase()] = operation(route, schemas);
   }
   return {
     openapi: "3.1.0",
@@ -310,7 +295,7 @@ function buildDocument(): Json {
             `write = everything) and a namespace list.`,
         },
       },
-      schemas: { Error: ERROR_SCHEMA, ...inputSchemas, ...outputSchemas },
+      schemas: { Error: ERROR_SCHEMA, ...schemas.build() },
     },
   };
 }

@@ -5,22 +5,19 @@
  * SPEC §2 name rules, is `invalid_request` naming the parameter, before any object is
  * addressed.
  */
-import type { MiddlewareHandler } from "hono";
 import { nameProblem } from "../protocol/names.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 
 /** Reject paths that are not valid percent-encoded UTF-8 (Hono would keep them raw). */
-export const strictPathEncoding: MiddlewareHandler = async (c, next) => {
-  const path = new URL(c.req.url).pathname;
-  for (const segment of path.split("/")) {
+export function checkPathEncoding(url: string): void {
+  for (const segment of new URL(url).pathname.split("/")) {
     try {
       decodeURIComponent(segment);
     } catch {
       throw new ShiftlockError("invalid_request", "path is not valid percent-encoded UTF-8", { field: "path" });
     }
   }
-  await next();
-};
+}
 
 /** Anything with Hono's `req.param` (any route's context). */
 export interface HasParams {

@@ -1,14 +1,18 @@
 /**
  * Claims on the wire (SPEC §3): the record, the request bodies and the watch messages.
  *
- * Guarantees: one zod schema per body, used by the router to validate, by OpenAPI to
- * describe, and by the client's types; counters are `bigint` in code and decimal strings on
- * the wire ({@link claimToWire} / {@link claimFromWire} are the only conversions).
+ * Guarantees: one zod schema per shape, used by the router to validate, by OpenAPI to
+ * describe and by the client to encode requests and decode answers. Counters are codecs
+ * (`bigint` in code, decimal strings on the wire), so `schema.decode(wire)` and
+ * `schema.encode(value)` are the only conversions. Response and message schemas ignore
+ * unknown fields (an older client keeps working against a newer server); request bodies
+ * reject them (SPEC §2).
  */
 import { z } from "zod";
-import { counterOut, counterSchema, formatCounter } from "./counter.ts";
+import { counterSchema } from "./counter.ts";
 import { epochMsSchema, ttlMsSchema } from "./fields.ts";
 import { nameSchema } from "./names.ts";
+import { pingMessageSchema, pongMessageSchema } from "./watch.ts";
 
 export const CLAIM_PHASES = ["unowned", "owned", "reserved", "draining"] as const;
 export type ClaimPhase = (typeof CLAIM_PHASES)[number];
@@ -37,28 +41,11 @@ export const CLAIM_EVENT_REASONS = [
 ] as const;
 export type ClaimEventReason = (typeof CLAIM_EVENT_REASONS)[number];
 
-/** The claim record as code sees it (counters as bigint). */
-export interface ClaimRecord {
-  name: string;
-  ownerGeneration: string;
-  fencingToken: bigint;
-  phase: ClaimPhase;
-  acquiredAtMs: number;
-  expiresAtMs: number;
-  previousOwner: string;
-  pendingSuccessor: string;
-  drainStatus: "" | "complete";
-  transferStatus: "" | "prepared" | "committed" | "aborted";
-  lastHeartbeatMs: number;
-  reason: ClaimReason;
-  version: bigint;
-}
-
-/** The claim record on the wire. */
-export const claimRecordWireSchema = z.strictObject({
+/** The claim record: decimal-string counters on the wire, `bigint` in code (a codec). */
+export const claimRecordSchema = z.object({
   name: z.string(),
   ownerGeneration: z.string(),
-  fencingToken: counterOut,
+  fencingToken: counterSchema,
   phase: z.enum(CLAIM_PHASES),
   acquiredAtMs: epochMsSchema,
   expiresAtMs: epochMsSchema,
@@ -68,16 +55,16 @@ export const claimRecordWireSchema = z.strictObject({
   transferStatus: z.enum(["", "prepared", "committed", "aborted"]),
   lastHeartbeatMs: epochMsSchema,
   reason: z.enum(CLAIM_REASONS),
-  version: counterOut,
+  version: counterSchema,
 });
-export type ClaimRecordWire = z.infer<typeof claimRecordWireSchema>;
+/** The claim record as code sees it (counters as bigint). */
+export type ClaimRecord = z.output<typeof claimRecordSchema>;
+/** The claim record on the wire (counters as decimal strings). */
+export type ClaimRecordWire = z.input<typeof claimRecordSchema>;
 
+/** The wire form of a record (the codec's `encode`). */
 export function claimToWire(record: ClaimRecord): ClaimRecordWire {
-  return { ...record, fencingToken: formatCounter(record.fencingToken), version: formatCounter(record.version) };
-}
-
-export function claimFromWire(wire: ClaimRecordWire): ClaimRecord {
-  return { ...wire, fencingToken: BigInt(wire.fencingToken), version: BigInt(wire.version) };
+  return claimRecordSchema.encode(record);
 }
 
 const operationId = nameSchema.optional().describe("client-chosen id; a retry with the same id replays the response");
@@ -130,13 +117,33 @@ export type AbortBody = z.output<typeof abortBodySchema>;
 export type ReleaseBody = z.output<typeof releaseBodySchema>;
 
 /** Success body of every claim route. */
-export const claimResponseSchema = z.strictObject({ claim: claimRecordWireSchema });
-export type ClaimResponse = z.infer<typeof claimResponseSchema>;
+export const claimResponseSchema = z.object({ claim: claimRecordSchema });
 
-/** Watch messages, server → client. */
-export type ClaimWatchMessage =
-  | { type: "snapshot"; claim: ClaimRecordWire | null; truncated?: true }
-  | { type: "event"; reason: ClaimEventReason; claim: ClaimRecordWire; timeMs: number }
-  | { type: "pong" };
+/** Watch, server → client: the opening snapshot (`truncated` when history no longer reaches `afterVersion`). */
+export const claimSnapshotMessageSchema = z.object({
+  type: z.literal("snapshot"),
+  claim: claimRecordSchema.nullable(),
+  truncated: z.literal(true).optional().describe("history no longer reaches afterVersion"),
+});
+/** Watch, server → client: one committed change, in version order. */
+export const claimEventMessageSchema = z.object({
+  type: z.literal("event"),
+  reason: z.enum(CLAIM_EVENT_REASONS),
+  claim: claimRecordSchema,
+  timeMs: epochMsSchema,
+});
+/** Every message a claim watch delivers. */
+export const claimWatchServerMessageSchema = z.discriminatedUnion("type", [
+  claimSnapshotMessageSchema,
+  claimEventMessageSchema,
+  pongMessageSchema,
+]);
+export type ClaimWatchMessage = z.output<typeof claimWatchServerMessageSchema>;
+
+/** Watch, client → server: a ping, or the version of the last event processed (SPEC §6). */
+export const claimWatchClientMessageSchema = z.discriminatedUnion("type", [
+  pingMessageSchema,
+  z.strictObject({ type: z.literal("ack"), version: counterSchema.describe("last event version processed") }),
+]);
 
 export const claimWatchQuerySchema = z.strictObject({ afterVersion: counterSchema.optional() });

@@ -2,18 +2,18 @@
  * Coord on the wire (SPEC §4): scopes, leases, snapshots, capability, publish bodies,
  * events and watch messages.
  *
- * Guarantees: one zod schema per request body or query, used by the router to validate and
- * by the client to type its calls; counters (epoch, generation) are `bigint` in code and
- * decimal strings on the wire, and the `…ToWire` / `…FromWire` functions here are the only
- * conversions. A root is any JSON value whose `JSON.stringify` form is at most
+ * Guarantees: one zod schema per shape, used by the router to validate, by OpenAPI to
+ * describe and by the client to encode requests and decode answers; counters (epoch,
+ * generation) are codecs, `bigint` in code and decimal strings on the wire. A root is any JSON value whose `JSON.stringify` form is at most
  * {@link ROOT_MAX_BYTES} bytes of UTF-8; `null` means "no root published".
  *
  * Does not: decide anything (see `src/coord/machine.ts`) or know about HTTP.
  */
 import { z } from "zod";
-import { counterOut, counterSchema, formatCounter } from "./counter.ts";
+import { counterSchema } from "./counter.ts";
 import { base64Schema, durationMsSchema, epochMsSchema, ttlMsSchema } from "./fields.ts";
 import { nameSchema } from "./names.ts";
+import { pingMessageSchema, pongMessageSchema } from "./watch.ts";
 
 /** The capability's `backend` for this service. */
 export const COORD_BACKEND = "durable-object";
@@ -100,179 +100,96 @@ export type PublishBody = z.output<typeof publishBodySchema>;
 export const watchQuerySchema = z.strictObject({ afterGeneration: counterSchema.optional() });
 
 // ---------------------------------------------------------------------------------------
-// Values in code (bigint counters)
+// Answers and events: decimal-string counters on the wire, `bigint` in code (codecs)
+
+/** A stored root as it travels in answers: any JSON value, `null` when none was published. */
+const storedRootSchema = z.codec(z.unknown(), z.unknown(), {
+  decode: (value) => value ?? null,
+  encode: (value) => value ?? null,
+});
 
 /** A granted write lease. `epoch` is the scope's fencing token for this grant. */
-export interface CoordLease {
-  leaseId: string;
-  epoch: bigint;
-  participantId: string;
-  /** Epoch ms (server clock) after which the lease is gone unless kept alive. */
-  expiresAtMs: number;
-}
+export const leaseSchema = z.object({
+  leaseId: z.string(),
+  epoch: counterSchema,
+  participantId: z.string(),
+  expiresAtMs: epochMsSchema.describe("epoch ms (server clock) after which the lease is gone unless kept alive"),
+});
+export type CoordLease = z.output<typeof leaseSchema>;
 
 /** The durable state readers see. `root` is `null` until a publish carries one. */
-export interface CoordSnapshot {
-  volumeId: string;
-  objectStoreId: string;
-  generation: bigint;
-  root: unknown;
-}
+export const snapshotSchema = z.object({
+  volumeId: z.string(),
+  objectStoreId: z.string(),
+  generation: counterSchema,
+  root: storedRootSchema,
+});
+export type CoordSnapshot = z.output<typeof snapshotSchema>;
 
 /** What the server can do for a scope (SPEC §4 capability). */
-export interface CoordCapability {
-  supported: boolean;
-  backend: string;
-  volumeId: string;
-  objectStoreId: string;
-  generation: bigint;
+export const capabilitySchema = z.object({
+  supported: z.boolean(),
+  backend: z.string(),
+  volumeId: z.string(),
+  objectStoreId: z.string(),
+  generation: counterSchema,
   /** True for object-store scopes (snapshot, publish, watch); false for keyed ones. */
-  generations: boolean;
-  detectsLoss: boolean;
-  fallbackReason: string;
-}
+  generations: z.boolean(),
+  detectsLoss: z.boolean(),
+  fallbackReason: z.string(),
+});
+export type CoordCapability = z.output<typeof capabilitySchema>;
+
+/** 201 body of `POST {scope}/leases`. */
+export const acquireResponseSchema = z.object({ lease: leaseSchema });
+/** 200 body of keepalive. */
+export const keepaliveResponseSchema = z.object({ lease: leaseSchema, wantLock: z.boolean() });
 
 /**
  * One coord event. Exactly one of publish (generation advanced), `wantLock` or `unlocked`
  * describes it; `expired` marks an unlock caused by expiry and `replay` the single catch-up
  * event sent when history no longer reaches `afterGeneration`.
  */
-export interface CoordEvent {
-  processId: string;
-  volumeId: string;
-  objectStoreId: string;
-  generation: bigint;
-  wantLock: boolean;
-  unlocked: boolean;
-  /** The root this publish stored (or, on replay, the current root); null when none. */
-  rootChanged: unknown;
-  /** Base64 key prefix; "" when none. */
-  keyPrefixChanged: string;
-  fallbackReason: string;
-  expired?: true;
-  replay?: true;
-}
-
-// ---------------------------------------------------------------------------------------
-// Wire forms
-
-export const leaseWireSchema = z.strictObject({
-  leaseId: z.string(),
-  epoch: counterOut,
-  participantId: z.string(),
-  expiresAtMs: epochMsSchema,
-});
-export type LeaseWire = z.infer<typeof leaseWireSchema>;
-
-export const snapshotWireSchema = z.strictObject({
-  volumeId: z.string(),
-  objectStoreId: z.string(),
-  generation: counterOut,
-  root: z.unknown(),
-});
-export type SnapshotWire = z.infer<typeof snapshotWireSchema>;
-
-export const capabilityWireSchema = z.strictObject({
-  supported: z.boolean(),
-  backend: z.string(),
-  volumeId: z.string(),
-  objectStoreId: z.string(),
-  generation: counterOut,
-  generations: z.boolean(),
-  detectsLoss: z.boolean(),
-  fallbackReason: z.string(),
-});
-export type CapabilityWire = z.infer<typeof capabilityWireSchema>;
-
-/** 201 body of `POST {scope}/leases`. */
-export const acquireResponseSchema = z.strictObject({ lease: leaseWireSchema });
-/** 200 body of keepalive. */
-export const keepaliveResponseSchema = z.strictObject({ lease: leaseWireSchema, wantLock: z.boolean() });
-
-export const eventWireSchema = z.strictObject({
-  type: z.literal("event"),
+export const coordEventSchema = z.object({
   processId: z.string(),
   volumeId: z.string(),
   objectStoreId: z.string(),
-  generation: counterOut,
+  generation: counterSchema,
   wantLock: z.boolean(),
   unlocked: z.boolean(),
-  rootChanged: z.unknown(),
+  /** The root this publish stored (or, on replay, the current root); null when none. */
+  rootChanged: storedRootSchema,
+  /** Base64 key prefix; "" when none. */
   keyPrefixChanged: z.string(),
   fallbackReason: z.string(),
   expired: z.literal(true).optional(),
   replay: z.literal(true).optional(),
 });
-export type EventWire = z.infer<typeof eventWireSchema>;
+export type CoordEvent = z.output<typeof coordEventSchema>;
 
-/** First message of every watch: the subscriber is registered at this generation. */
-export const readyWireSchema = z.strictObject({ type: z.literal("ready"), generation: counterOut });
-export const pongWireSchema = z.strictObject({ type: z.literal("pong") });
+/** Watch, server → client: one event. */
+export const eventMessageSchema = coordEventSchema.extend({ type: z.literal("event") });
+export type EventWire = z.input<typeof eventMessageSchema>;
+
+/** Watch, server → client, first message: the subscriber is registered at this generation. */
+export const readyMessageSchema = z.object({ type: z.literal("ready"), generation: counterSchema });
 
 /**
- * Client → server: `count` = event messages (replay included) processed since the socket
- * opened. Cumulative, so a lost or repeated ack is harmless. Send one at least every few
- * hundred events; `{"type":"ping"}` is answered `{"type":"pong"}`.
+ * Watch, client → server (SPEC §6): `count` = event messages processed since the last ack.
+ * Send one at least every few hundred events; `{"type":"ping"}` is answered `{"type":"pong"}`.
  */
 export const watchAckSchema = z.strictObject({ type: z.literal("ack"), count: z.number().int().min(0) });
+export const coordWatchClientMessageSchema = z.discriminatedUnion("type", [pingMessageSchema, watchAckSchema]);
 
 /** Every message a coord watch can deliver. */
-export const watchMessageSchema = z.discriminatedUnion("type", [readyWireSchema, eventWireSchema, pongWireSchema]);
-export type WatchMessage = z.infer<typeof watchMessageSchema>;
+export const watchMessageSchema = z.discriminatedUnion("type", [
+  readyMessageSchema,
+  eventMessageSchema,
+  pongMessageSchema,
+]);
+export type WatchMessage = z.output<typeof watchMessageSchema>;
 
-export function leaseToWire(lease: CoordLease): LeaseWire {
-  return { ...lease, epoch: formatCounter(lease.epoch) };
-}
-
-export function leaseFromWire(wire: LeaseWire): CoordLease {
-  return { ...wire, epoch: BigInt(wire.epoch) };
-}
-
-export function snapshotToWire(snapshot: CoordSnapshot): SnapshotWire {
-  return { ...snapshot, root: snapshot.root ?? null, generation: formatCounter(snapshot.generation) };
-}
-
-export function snapshotFromWire(wire: SnapshotWire): CoordSnapshot {
-  return { ...wire, root: wire.root ?? null, generation: BigInt(wire.generation) };
-}
-
-export function capabilityToWire(capability: CoordCapability): CapabilityWire {
-  return { ...capability, generation: formatCounter(capability.generation) };
-}
-
-export function capabilityFromWire(wire: CapabilityWire): CoordCapability {
-  return { ...wire, generation: BigInt(wire.generation) };
-}
-
+/** The wire form of an event message (the codec's `encode`). */
 export function eventToWire(event: CoordEvent): EventWire {
-  return {
-    type: "event",
-    processId: event.processId,
-    volumeId: event.volumeId,
-    objectStoreId: event.objectStoreId,
-    generation: formatCounter(event.generation),
-    wantLock: event.wantLock,
-    unlocked: event.unlocked,
-    rootChanged: event.rootChanged ?? null,
-    keyPrefixChanged: event.keyPrefixChanged,
-    fallbackReason: event.fallbackReason,
-    ...(event.expired === true ? { expired: true as const } : {}),
-    ...(event.replay === true ? { replay: true as const } : {}),
-  };
-}
-
-export function eventFromWire(wire: EventWire): CoordEvent {
-  return {
-    processId: wire.processId,
-    volumeId: wire.volumeId,
-    objectStoreId: wire.objectStoreId,
-    generation: BigInt(wire.generation),
-    wantLock: wire.wantLock,
-    unlocked: wire.unlocked,
-    rootChanged: wire.rootChanged ?? null,
-    keyPrefixChanged: wire.keyPrefixChanged,
-    fallbackReason: wire.fallbackReason,
-    ...(wire.expired === true ? { expired: true as const } : {}),
-    ...(wire.replay === true ? { replay: true as const } : {}),
-  };
+  return eventMessageSchema.encode({ ...event, type: "event" });
 }

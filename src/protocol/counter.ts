@@ -3,17 +3,24 @@
  *
  * Guarantees: a counter travels as a canonical decimal string (digits only, no sign, no
  * leading zeros except "0", below 2^64) and is a `bigint` everywhere in code, so values
- * above 2^53 never lose precision. See docs/adr/0001-counters-as-decimal-strings.md.
+ * above 2^53 never lose precision. {@link counterSchema} is a zod codec: `decode` turns the
+ * wire string into a bigint (the router's validation, the client's response decoding) and
+ * `encode` turns a bigint back into the string (the server's responses, the client's
+ * requests); no hand-written conversion exists anywhere else. See
+ * docs/adr/0001-counters-as-decimal-strings.md.
  */
 import { z } from "zod";
 
-/** 2^64 − 1: one above the largest representable counter. */
+/** 2^64 − 1: the largest value a counter can carry. */
 export const U64_LIMIT = (1n << 64n) - 1n;
 
 /** The last fencing token that may be issued (SPEC §3): 2^64 − 2. */
 export const MAX_FENCING_TOKEN = (1n << 64n) - 2n;
 
 const CANONICAL = /^(0|[1-9][0-9]*)$/;
+
+/** JSON Schema pattern of the wire form (canonical, at most 20 digits). */
+export const COUNTER_PATTERN = "^(0|[1-9][0-9]{0,19})$";
 
 /** Parse a canonical counter string, or return undefined. */
 export function parseCounter(text: string): bigint | undefined {
@@ -27,13 +34,15 @@ export function formatCounter(value: bigint): string {
   return value.toString(10);
 }
 
-/** zod schema: a canonical counter string, parsed to bigint. */
-export const counterSchema = z
+const wireCounter = z
   .string()
   .refine((s) => parseCounter(s) !== undefined, {
     message: "must be a canonical decimal string below 2^64 (digits only, no leading zeros)",
   })
-  .transform((s) => BigInt(s));
+  .describe("64-bit counter as a canonical decimal string (no sign, no leading zeros, below 2^64)");
 
-/** zod schema for a counter in a response (output side, for OpenAPI). */
-export const counterOut = z.string().regex(CANONICAL).describe("64-bit counter as a decimal string");
+/** A 64-bit counter: canonical decimal string on the wire ⇄ `bigint` in code. */
+export const counterSchema = z.codec(wireCounter, z.bigint().min(0n).max(U64_LIMIT), {
+  decode: (text) => BigInt(text),
+  encode: (value) => formatCounter(value),
+});

@@ -17,7 +17,7 @@ export const GENERATION_STATES = [
 ] as const;
 export type GenerationState = (typeof GENERATION_STATES)[number];
 
-export const generationRecordSchema = z.strictObject({
+export const generationRecordSchema = z.object({
   id: z.string(),
   service: z.string(),
   instanceId: z.string(),
@@ -44,5 +44,5 @@ export const patchGenerationBodySchema = z.strictObject({
 });
 export type PatchGenerationBody = z.output<typeof patchGenerationBodySchema>;
 
-export const generationResponseSchema = z.strictObject({ generation: generationRecordSchema });
+export const generationResponseSchema = z.object({ generation: generationRecordSchema });
 export type GenerationResponse = z.infer<typeof generationResponseSchema>;

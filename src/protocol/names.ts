@@ -2,8 +2,10 @@
  * Names (namespace, claim, generation id, volume, store, key, participant, operation id).
  *
  * Guarantees: a valid name is 1–256 bytes of UTF-8 with no control characters (Unicode Cc,
- * which includes DEL) and no lone surrogates (which have no UTF-8 form). Validation is the
- * same in the server, the client and the in-memory backends.
+ * which includes DEL), no lone surrogates (which have no UTF-8 form), and is not `.` or `..`
+ * (SPEC §6: URL parsing resolves those as dot segments, even percent-encoded, so such a
+ * name could never be addressed). Validation is the same in the server, the client and the
+ * in-memory backends, in bodies and in paths.
  */
 import { z } from "zod";
 
@@ -16,15 +18,11 @@ const encoder = new TextEncoder();
 /** Why `value` is not a valid name, or undefined when it is. */
 export function nameProblem(value: string): string | undefined {
   if (value.length === 0) return "must not be empty";
+  if (value === "." || value === "..") return "must not be '.' or '..' (URLs resolve them as dot segments)";
   if (LONE_SURROGATE.test(value)) return "must be valid UTF-8";
   if (CONTROL.test(value)) return "must not contain control characters";
   if (encoder.encode(value).byteLength > NAME_MAX_BYTES) return `must be at most ${NAME_MAX_BYTES} bytes of UTF-8`;
   return undefined;
-}
-
-/** True when `value` is a valid name. */
-export function isValidName(value: string): boolean {
-  return nameProblem(value) === undefined;
 }
 
 /** zod schema for a name. */

@@ -7,6 +7,7 @@
  * acknowledgement window. Subscribers acknowledge processed events with `{"type":"ack",…}`
  * (workerd gives server sockets no buffered-amount signal; see docs/claims.md "Watch").
  */
+import { z } from "zod";
 
 /** The exact ping text the runtime auto-answers. */
 export const WATCH_PING_TEXT = '{"type":"ping"}';
@@ -18,3 +19,8 @@ export const LAGGING_CLOSE_CODE = 4008;
 
 /** Events a subscriber may leave unacknowledged before it is closed with 4008. */
 export const WATCH_MAX_UNACKED_EVENTS = 1024;
+
+/** `{"type":"ping"}`: client → server keepalive (either watch). */
+export const pingMessageSchema = z.strictObject({ type: z.literal("ping") });
+/** `{"type":"pong"}`: the answer to a ping. */
+export const pongMessageSchema = z.strictObject({ type: z.literal("pong") });

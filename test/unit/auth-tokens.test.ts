@@ -4,12 +4,12 @@ import { describe, expect, it } from "vitest";
 import {
   authenticate,
   authorize,
-  isReadMethod,
   parseTokenConfig,
   presentedToken,
   BEARER_SUBPROTOCOL_PREFIX,
 } from "../../src/http/auth.ts";
 import { ShiftlockError } from "../../src/protocol/errors.ts";
+import { ROUTES } from "../../src/protocol/routes.ts";
 
 const CONFIG = JSON.stringify([
   { token: "writer-everything", role: "write", namespaces: "*" },
@@ -110,31 +110,30 @@ describe("authorize", () => {
     }
   };
 
-  it("lets write tokens do everything in their namespaces", () => {
-    for (const method of ["GET", "HEAD", "POST", "PATCH", "DELETE", "PUT"]) {
-      expect(code(() => authorize({ role: "write", namespaces: ["billing", "ops"] }, "ops", method))).toBeUndefined();
-      expect(code(() => authorize({ role: "write", namespaces: "*" }, "anything", method))).toBeUndefined();
+  it("lets write tokens call every role's routes in their namespaces", () => {
+    for (const role of ["none", "read", "write"] as const) {
+      expect(code(() => authorize({ role: "write", namespaces: ["billing", "ops"] }, "ops", role))).toBeUndefined();
+      expect(code(() => authorize({ role: "write", namespaces: "*" }, "anything", role))).toBeUndefined();
     }
   });
 
-  it("limits read tokens to GET and HEAD (a watch upgrade is a GET)", () => {
+  it("limits read tokens to read routes (GET and watch)", () => {
     const grant = { role: "read", namespaces: "*" } as const;
-    expect(code(() => authorize(grant, "billing", "GET"))).toBeUndefined();
-    expect(code(() => authorize(grant, "billing", "HEAD"))).toBeUndefined();
-    for (const method of ["POST", "PATCH", "DELETE", "PUT", "OPTIONS"]) {
-      expect(code(() => authorize(grant, "billing", method))).toBe("forbidden");
-    }
+    expect(code(() => authorize(grant, "billing", "read"))).toBeUndefined();
+    expect(code(() => authorize(grant, "billing", "write"))).toBe("forbidden");
   });
 
   it("forbids namespaces outside the list, matching names exactly", () => {
     const grant = { role: "write", namespaces: ["billing"] } as const;
     for (const ns of ["ops", "Billing", "billing ", "billin", "billing2"]) {
-      expect(code(() => authorize(grant, ns, "GET"))).toBe("forbidden");
+      expect(code(() => authorize(grant, ns, "read"))).toBe("forbidden");
     }
   });
 
-  it("classifies read methods", () => {
-    expect(["GET", "HEAD", "POST", "DELETE"].map(isReadMethod)).toEqual([true, true, false, false]);
+  it("derives every /v1 route's role from its method: read for GET (watch included), write otherwise", () => {
+    for (const route of ROUTES.filter((r) => r.role !== "none")) {
+      expect(route.role, route.operationId).toBe(route.method === "GET" ? "read" : "write");
+    }
   });
 });
 

@@ -1,0 +1,125 @@
+/**
+ * The claim routes of SPEC §3, declared once (see route.ts): the router, `/openapi.json` and
+ * the client all derive from these.
+ */
+import { z } from "zod";
+import {
+  abortBodySchema,
+  acquireBodySchema,
+  claimResponseSchema,
+  claimWatchClientMessageSchema,
+  claimWatchQuerySchema,
+  claimWatchServerMessageSchema,
+  commitBodySchema,
+  prepareBodySchema,
+  releaseBodySchema,
+  renewBodySchema,
+} from "./claims.ts";
+import type { ErrorCode } from "./errors.ts";
+import { defineRoute } from "./route.ts";
+
+const CLAIM = "/v1/ns/{ns}/claims/{claim}";
+
+/** A claim mutation: POST, write role, `{"claim": …}`, and operation-id replay. */
+function mutation<const V extends string, const B extends z.ZodType, const E extends readonly ErrorCode[]>(
+  verb: V,
+  operationId: string,
+  summary: string,
+  body: B,
+  errors: E,
+) {
+  return defineRoute({
+    operationId,
+    tag: "claims",
+    summary,
+    method: "POST",
+    path: `${CLAIM}/${verb}` as const,
+    role: "write",
+    body,
+    status: 200,
+    response: claimResponseSchema,
+    errors: [...errors, "operation_id_conflict"],
+  });
+}
+
+export const acquireClaim = mutation(
+  "acquire",
+  "acquireClaim",
+  "Acquire a claim (or extend the caller's own hold)",
+  acquireBodySchema,
+  ["claim_held", "token_overflow"],
+);
+export const renewClaim = mutation("renew", "renewClaim", "Renew the caller's hold", renewBodySchema, [
+  "claim_not_found",
+  "not_owner",
+  "stale_token",
+]);
+export const prepareTransfer = mutation(
+  "transfer/prepare",
+  "prepareTransfer",
+  "Reserve the claim for a successor",
+  prepareBodySchema,
+  ["claim_not_found", "not_owner", "stale_token", "concurrent_transfer"],
+);
+export const commitTransfer = mutation(
+  "transfer/commit",
+  "commitTransfer",
+  "Hand the claim to the successor (token+1)",
+  commitBodySchema,
+  ["claim_not_found", "no_transfer", "concurrent_transfer", "stale_token", "token_overflow"],
+);
+export const abortTransfer = mutation(
+  "transfer/abort",
+  "abortTransfer",
+  "Cancel a prepared transfer",
+  abortBodySchema,
+  ["claim_not_found", "no_transfer", "stale_token", "not_owner"],
+);
+export const releaseClaim = mutation("release", "releaseClaim", "Release the caller's hold", releaseBodySchema, [
+  "claim_not_found",
+  "stale_token",
+  "not_owner",
+]);
+
+export const getClaim = defineRoute({
+  operationId: "getClaim",
+  tag: "claims",
+  summary: "Read a claim (never creates it)",
+  method: "GET",
+  path: CLAIM,
+  role: "read",
+  query: z.strictObject({}),
+  status: 200,
+  response: claimResponseSchema,
+  errors: ["claim_not_found"],
+});
+
+export const watchClaim = defineRoute({
+  operationId: "watchClaim",
+  tag: "claims",
+  summary: "Watch a claim over a WebSocket",
+  description:
+    "Without afterVersion the first message is a snapshot; with it, retained events after that version are " +
+    "replayed (or a truncated snapshot is sent). Subscribers acknowledge with {type:ack,version}; one more " +
+    "than 1,024 events behind is closed with code 4008 and resumes with afterVersion.",
+  method: "GET",
+  path: `${CLAIM}/watch`,
+  role: "read",
+  query: claimWatchQuerySchema,
+  status: 101,
+  errors: ["rate_limited"],
+  websocket: { server: claimWatchServerMessageSchema, client: claimWatchClientMessageSchema },
+});
+
+/** The claim mutations by the name the object and the batch route use. */
+export const CLAIM_MUTATIONS = {
+  acquire: acquireClaim,
+  renew: renewClaim,
+  prepare: prepareTransfer,
+  commit: commitTransfer,
+  abort: abortTransfer,
+  release: releaseClaim,
+} as const;
+export type ClaimMutationName = keyof typeof CLAIM_MUTATIONS;
+
+export const CLAIM_ROUTES = [...Object.values(CLAIM_MUTATIONS), getClaim, watchClaim] as const;

@@ -1,0 +1,35 @@
+/**
+ * Every route of the API, in document order: the list the router mounts, `/openapi.json`
+ * describes and the tests walk.
+ */
+import { z } from "zod";
+import { CLAIM_ROUTES } from "./claim-routes.ts";
+import { GENERATION_ROUTES } from "./generation-routes.ts";
+import type { RouteSpec } from "./route.ts";
+import { defineRoute } from "./route.ts";
+import { SCOPE_ROUTES } from "./scope-routes.ts";
+
+export const health = defineRoute({
+  operationId: "health",
+  tag: "meta",
+  summary: "Liveness (no auth)",
+  method: "GET",
+  path: "/healthz",
+  role: "none",
+  status: 200,
+  response: z.strictObject({ ok: z.literal(true) }),
+  errors: [],
+});
+
+export const openApi = defineRoute({
+  operationId: "openapi",
+  tag: "meta",
+  summary: "This document (no auth)",
+  method: "GET",
+  path: "/openapi.json",
+  role: "none",
+  status: 200,
+  errors: [],
+});
+
+export const ROUTES: readonly RouteSpec[] = [health, openApi, ...CLAIM_ROUTES, ...GENERATION_ROUTES, ...SCOPE_ROUTES];

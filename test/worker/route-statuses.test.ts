@@ -1,0 +1,122 @@
+// Every declared route, called through the Worker in several ways (a well-formed request
+// built from its own schemas, an empty body, malformed JSON, no token, a read token, a
+// foreign namespace), answers only statuses its declaration (and so /openapi.json) lists,
+// and every error body is the SPEC envelope with a code the declaration lists.
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { inlineSchema } from "../../src/http/openapi.ts";
+import { ERROR_STATUS } from "../../src/protocol/errors.ts";
+import type { RouteSpec } from "../../src/protocol/route.ts";
+import { fillPath, pathParamNames, routeErrorCodes, routeStatuses } from "../../src/protocol/route.ts";
+import { ROUTES } from "../../src/protocol/routes.ts";
+
+type JsonSchema = {
+  type?: string;
+  pattern?: string;
+  minimum?: number;
+  enum?: unknown[];
+  const?: unknown;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  anyOf?: JsonSchema[];
+};
+
+/** A value that satisfies `schema` (the wire form of a request body), smallest choices first. */
+function sample(schema: JsonSchema, field = ""): unknown {
+  if (schema.const !== undefined) return schema.const;
+  if (schema.enum !== undefined) return schema.enum.find((v) => v !== "") ?? schema.enum[0];
+  if (schema.anyOf !== undefined) return sample(schema.anyOf.find((s) => s.const !== "") ?? schema.anyOf[0]!, field);
+  switch (schema.type) {
+    case "object": {
+      const out: Record<string, unknown> = {};
+      for (const key of schema.required ?? []) out[key] = sample(schema.properties?.[key] ?? {}, key);
+      return out;
+    }
+    case "string":
+      return schema.pattern?.includes("[0-9]") === true ? "1" : `${field || "s"}-1`;
+    case "integer":
+    case "number":
+      return Math.max(schema.minimum ?? 0, 1_000);
+    case "boolean":
+      return false;
+    default:
+      return null;
+  }
+}
+
+function wellFormedBody(route: RouteSpec): string | undefined {
+  if (route.body === undefined) return undefined;
+  return JSON.stringify(sample(inlineSchema(route.body) as JsonSchema));
+}
+
+function url(route: RouteSpec, ns: string): string {
+  const params = Object.fromEntries(pathParamNames(route.path).map((name) => [name, `${name}-1`]));
+  return `http://x${fillPath(route.path, { ...params, ns })}`;
+}
+
+interface Variant {
+  name: string;
+  token: string | null;
+  ns?: string;
+  body?: string | undefined;
+}
+
+function variants(route: RouteSpec): Variant[] {
+  const out: Variant[] = [{ name: "well-formed", token: "test-write-all", body: wellFormedBody(route) }];
+  if (route.role === "none") return out;
+  out.push({ name: "no token", token: null, body: wellFormedBody(route) });
+  out.push({ name: "read token", token: "test-read-all", body: wellFormedBody(route) });
+  out.push({ name: "foreign namespace", token: "test-write-alpha", ns: "beta", body: wellFormedBody(route) });
+  if (route.body !== undefined) {
+    out.push({ name: "empty object", token: "test-write-all", body: "{}" });
+    out.push({ name: "malformed JSON", token: "test-write-all", body: "{bad" });
+    out.push({ name: "wrong type", token: "test-write-all", body: "[]" });
+  }
+  return out;
+}
+
+async function call(route: RouteSpec, v: Variant): Promise<Response> {
+  const headers: Record<string, string> = {};
+  if (v.token !== null) headers["Authorization"] = `Bearer ${v.token}`;
+  if (route.status === 101) headers["Upgrade"] = "websocket";
+  if (v.body !== undefined) headers["Content-Type"] = "application/json";
+  const ns = v.ns ?? `ns-${crypto.randomUUID()}`;
+  return exports.default.fetch(url(route, ns), {
+    method: route.method,
+    headers,
+    ...(v.body === undefined ? {} : { body: v.body }),
+  });
+}
+
+describe("every declared route answers only its documented statuses", () => {
+  for (const route of ROUTES) {
+    it(`${route.method} ${route.path}`, async () => {
+      const allowed = routeStatuses(route);
+      const codes = new Set<string>(routeErrorCodes(route));
+      for (const v of variants(route)) {
+        const res = await call(route, v);
+        const what = `${route.operationId} (${v.name}) answered ${res.status}`;
+        expect(allowed.has(res.status), what).toBe(true);
+        if (res.status === 101) {
+          res.webSocket?.accept();
+          res.webSocket?.close(1000, "done");
+          continue;
+        }
+        let code: string | undefined;
+        if (res.status >= 400) {
+          code = (await res.json<{ error?: { code?: string } }>()).error?.code;
+          expect(codes.has(code ?? ""), `${what} with code ${code}`).toBe(true);
+          expect(ERROR_STATUS[code as keyof typeof ERROR_STATUS]).toBe(res.status);
+        } else {
+          await res.arrayBuffer();
+        }
+        if (v.name === "no token") expect(res.status, what).toBe(401);
+        if (v.name === "foreign namespace") expect(res.status, what).toBe(403);
+        // A well-formed request passes validation: it succeeds or meets a rule of the object.
+        const invalid = code === "invalid_request" || code === "internal";
+        if (v.name === "well-formed") expect(invalid, `${what} with code ${code}`).toBe(false);
+        if (v.name === "read token") expect(res.status === 403, what).toBe(route.role === "write");
+      }
+    });
+  }
+});
