@@ -46,7 +46,7 @@ function sample(schema: JsonSchema, field = ""): unknown {
 
 function wellFormedBody(route: RouteSpec): string | undefined {
   if (route.body === undefined) return undefined;
-  return JSON.stringify(sample(inlineSchema(route.body) as JsonSchema));
+  return JSON.stringify(sample(inlineSchema(route.body)));
 }
 
 function url(route: RouteSpec, ns: string): string {
