@@ -1,6 +1,6 @@
 /**
- * Start the real server the way README's `npm start` does (same script, same flags), on a
- * free port and a fresh state directory, and stop it afterwards.
+ * Start the real server the way README's `npm start` does (same script), on a free port and
+ * a fresh state directory, and stop it afterwards.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -26,25 +26,20 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The `npm start` command line with its port and state directory replaced. */
-export function startCommand(port: number, stateDir: string, inspectorPort: number): string {
+/**
+ * The `npm start` command line with its port and state directory set. `npm start` is
+ * "build, then serve"; `npm test` has built already, so only the serving half runs here.
+ */
+export function startCommand(port: number, stateDir: string): string {
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> };
-  const start = pkg.scripts["start"];
-  if (start === undefined) throw new Error("package.json has no start script");
-  return (
-    start
-      .replace("--port 8787", `--port ${port}`)
-      .replace("--persist-to .wrangler/state", `--persist-to ${stateDir}`)
-      .replace(/^wrangler /, "npx wrangler ")
-      // Each server gets its own devtools port: the default (9229) clashes when several run.
-      .concat(` --inspector-port ${inspectorPort}`)
-  );
+  const serve = pkg.scripts["start"]?.split(" && ").at(-1);
+  if (serve === undefined) throw new Error("package.json has no start script");
+  return `${serve} --port ${port} --persist-to ${stateDir}`;
 }
 
 export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlock-e2e-"))): Promise<RunningServer> {
   const port = await freePort();
-  const inspectorPort = await freePort();
-  const child: ChildProcess = spawn(startCommand(port, stateDir, inspectorPort), {
+  const child: ChildProcess = spawn(startCommand(port, stateDir), {
     shell: true,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,0 +1,165 @@
+/**
+ * The Node front of `npm start`: a thin HTTP/WebSocket pass-through in front of workerd
+ * that reports what workerd cannot see locally — a client that went away.
+ *
+ * Why it exists: SPEC §4/§6 say a waiting coord caller whose connection closes leaves the
+ * queue. Served locally, workerd never tells the Worker that its client disconnected
+ * (`Request.signal` does not fire, with or without Miniflare's entry worker; the experiment
+ * is in docs/local-server.md). This front sees the socket close, and passes it on the way
+ * SPEC §6 defines for every caller: a waiting `POST …/leases` always carries a `waiterId`
+ * (the front adds one when the caller did not), and when the caller's connection closes
+ * before the answer, the front sends `DELETE …/leases/{waiterId}` with the caller's own
+ * Authorization header — the wait is withdrawn, or a grant that could no longer be
+ * delivered is given back.
+ *
+ * Guarantees: every other request and every WebSocket upgrade passes through byte for byte
+ * (headers, status, body, frames), streamed, over kept-alive upstream connections; a body
+ * is read into memory only for `POST …/leases` whose declared length is within the body
+ * limit (anything else streams through; the Worker answers 413 past the limit).
+ *
+ * Does not: authenticate, validate or decide anything (the Worker does, after the front),
+ * or withdraw a wait whose caller stays connected until `waitMs` passes.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import { Agent, createServer, request as upstreamRequest } from "node:http";
+import { connect } from "node:net";
+import type { Socket } from "node:net";
+
+/** Bodies the Worker accepts (SPEC §2); a larger lease request passes through as it is. */
+const BODY_LIMIT_BYTES = 64 * 1024;
+const LEASES_PATH = /^\/v1\/ns\/[^/?]+\/volumes\/[^?]*\/leases$/;
+
+export interface FrontOptions {
+  host: string;
+  port: number;
+  /** The workerd socket the Worker listens on. */
+  upstream: URL;
+}
+
+export interface RunningFront {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Start the front; resolves once it listens. */
+export async function startFront(options: FrontOptions): Promise<RunningFront> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const target = { host: options.upstream.hostname, port: Number(options.upstream.port) };
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => {
+    proxy(req, res, target, agent).catch(() => fail(res));
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => tunnel(req, socket, head, target));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, resolve);
+  });
+  return {
+    url: `http://${options.host}:${options.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+        agent.destroy();
+      }),
+  };
+}
+
+type Target = { host: string; port: number };
+
+async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, agent: Agent): Promise<void> {
+  const headers: IncomingHttpHeaders = { ...req.headers };
+  let body: Buffer | undefined;
+  let waiterId: string | undefined;
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (req.method === "POST" && LEASES_PATH.test(req.url ?? "") && declared <= BODY_LIMIT_BYTES) {
+    body = await readAll(req);
+    const withWaiter = body.length <= BODY_LIMIT_BYTES ? ensureWaiterId(body) : undefined;
+    if (withWaiter !== undefined) {
+      ({ body, waiterId } = withWaiter);
+      headers["content-length"] = String(body.length);
+      delete headers["transfer-encoding"];
+    }
+  }
+  const upstream = upstreamRequest({ ...target, agent, method: req.method, path: req.url, headers });
+  upstream.on("response", (upRes) => {
+    res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, upRes.rawHeaders);
+    upRes.pipe(res);
+  });
+  upstream.on("error", () => fail(res));
+  res.on("close", () => {
+    if (res.writableFinished) return;
+    // The caller went away before its answer: stop waiting upstream, and withdraw its wait.
+    upstream.destroy();
+    if (waiterId !== undefined) withdraw(req, waiterId, target, agent);
+  });
+  if (body !== undefined) upstream.end(body);
+  else req.pipe(upstream);
+}
+
+/** The body with a `waiterId` for a waiting acquire, or undefined to pass it on untouched. */
+function ensureWaiterId(body: Buffer): { body: Buffer; waiterId: string } | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
+  const request = parsed as Record<string, unknown>;
+  if (typeof request["waitMs"] !== "number" || request["waitMs"] <= 0) return undefined;
+  if (typeof request["waiterId"] === "string") return { body, waiterId: request["waiterId"] };
+  if (request["waiterId"] !== undefined) return undefined;
+  const waiterId = randomUUID();
+  return { body: Buffer.from(JSON.stringify({ ...request, waiterId })), waiterId };
+}
+
+/** `DELETE …/leases/{waiterId}` as the departed caller (SPEC §6); best effort. */
+function withdraw(req: IncomingMessage, waiterId: string, target: Target, agent: Agent): void {
+  const headers: Record<string, string> = {};
+  if (req.headers.authorization !== undefined) headers["authorization"] = req.headers.authorization;
+  const path = `${req.url ?? ""}/${encodeURIComponent(waiterId)}`;
+  const cancel = upstreamRequest({ ...target, agent, method: "DELETE", path, headers }, (res) => res.resume());
+  cancel.on("error", () => undefined);
+  cancel.end();
+}
+
+async function readAll(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/** A WebSocket upgrade: the raw bytes both ways, the handshake included. */
+function tunnel(req: IncomingMessage, client: Socket, head: Buffer, target: Target): void {
+  const upstream = connect(target.port, target.host, () => {
+    const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  const end = (): void => {
+    upstream.destroy();
+    client.destroy();
+  };
+  upstream.on("error", end);
+  client.on("error", end);
+  upstream.on("close", end);
+  client.on("close", end);
+}
+
+function fail(res: ServerResponse): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(502, { "content-type": "application/json" });
+  res.end(JSON.stringify({ error: { code: "internal", message: "local server: upstream unavailable" } }));
+}

@@ -1,0 +1,100 @@
+/* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access --
+   Miniflare's and wrangler's typings reach workers-types the type-aware linter cannot resolve
+   (tsc resolves them); see readWranglerConfig. Floating-promise rules still apply here. */
+/**
+ * The local server behind `npm start`: the Worker bundle served by workerd through
+ * Miniflare's API (no `wrangler dev` proxy), with the Node front (front.ts) on the public
+ * port.
+ *
+ * Guarantees:
+ * - The same bindings, Durable Object classes (SQLite-backed), compatibility date and flags
+ *   as a deployment: they come from wrangler.toml through wrangler's own config reader
+ *   (`unstable_readConfig` + `unstable_getMiniflareWorkerOptions`), never from a regex.
+ * - State persists where `wrangler dev --persist-to DIR` keeps it (`DIR/v3`, the worker
+ *   named as in wrangler.toml), so `npm start` and `npm run dev` share their objects, and
+ *   pending alarms survive a restart (overdue ones run after it).
+ * - `AUTH_TOKENS` is the dev-only list ({@link DEV_AUTH_TOKENS}: `dev-token`, write, every
+ *   namespace); a deployment never has it (wrangler.toml does not, see docs/auth.md).
+ * - `close()` stops the front, then workerd; nothing keeps running.
+ *
+ * Does not: bundle the Worker (the caller passes `wrangler deploy --dry-run` output) or
+ * reload on change (`npm run dev` does).
+ */
+import { join, resolve } from "node:path";
+import { Miniflare } from "miniflare";
+import type { WorkerOptions } from "miniflare";
+import * as wrangler from "wrangler";
+import { startFront } from "./front.ts";
+
+/** The dev-only token list of `npm start` and `npm run dev` (SPEC §2: `dev-token`). */
+export const DEV_AUTH_TOKENS = JSON.stringify([{ token: "dev-token", role: "write", namespaces: "*" }]);
+
+export interface LocalServerOptions {
+  host: string;
+  port: number;
+  /** Where state lives, as `wrangler dev --persist-to` (default `.wrangler/state`). */
+  persistTo: string;
+  /** Directory holding the bundle's `index.js` (`wrangler deploy --dry-run --outdir`). */
+  bundleDir: string;
+  /** wrangler.toml to read (default `wrangler.toml`). */
+  configPath?: string;
+  /** Extra or replaced plain-text bindings (vars). */
+  bindings?: Record<string, string>;
+}
+
+export interface LocalServer {
+  /** The public URL, e.g. http://127.0.0.1:8787. */
+  url: string;
+  /** workerd's own socket (diagnostics and benchmarks: the Worker without the front). */
+  directUrl: string;
+  close(): Promise<void>;
+}
+
+/** Start workerd and the front; resolves once both serve. */
+export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
+  const { name, workerOptions } = readWranglerConfig(options.configPath ?? "wrangler.toml");
+  const bundleDir = resolve(options.bundleDir);
+  const mf = new Miniflare({
+    ...workerOptions,
+    name,
+    modules: true,
+    scriptPath: join(bundleDir, "index.js"),
+    modulesRoot: bundleDir,
+    bindings: { ...workerOptions.bindings, AUTH_TOKENS: DEV_AUTH_TOKENS, ...options.bindings },
+    defaultPersistRoot: join(resolve(options.persistTo), "v3"),
+    durableObjectsPersist: true,
+    // Miniflare's own entry listens on a spare port; clients come through the front.
+    host: "127.0.0.1",
+    port: 0,
+    unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+  });
+  try {
+    await mf.ready;
+    const direct = await mf.unsafeGetDirectURL();
+    const front = await startFront({ host: options.host, port: options.port, upstream: direct });
+    return {
+      url: front.url,
+      directUrl: direct.origin,
+      async close() {
+        await front.close();
+        await mf.dispose();
+      },
+    };
+  } catch (err) {
+    await mf.dispose();
+    throw err;
+  }
+}
+
+/**
+ * The Worker's name and Miniflare options from wrangler.toml, through wrangler's own reader.
+ * Typed here: wrangler's and Miniflare's declarations reach types (workers-types) that the
+ * type-aware linter cannot resolve, hence the file-level unsafe-* exemption above.
+ */
+function readWranglerConfig(configPath: string): { name: string; workerOptions: WorkerOptions } {
+  const config: { name?: string } = wrangler.unstable_readConfig({ config: configPath });
+  const { workerOptions }: { workerOptions: WorkerOptions } = wrangler.unstable_getMiniflareWorkerOptions(
+    config as Parameters<typeof wrangler.unstable_getMiniflareWorkerOptions>[0],
+  );
+  return { name: config.name ?? "shiftlock", workerOptions };
+}

@@ -1,0 +1,58 @@
+/**
+ * `npm start`: serve the API locally (see local-server.ts).
+ *
+ *   node --import ./src/cli/register-ts.mjs src/serve/main.ts
+ *     [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist]
+ *
+ * Prints `shiftlock listening on <url>` once it serves. SIGINT and SIGTERM close the front
+ * and workerd and exit 0; a second signal exits at once. Unknown options are errors (exit 2).
+ */
+import { parseArgs } from "node:util";
+import { startLocalServer } from "./local-server.ts";
+
+function usage(message: string): never {
+  console.error(`shiftlock serve: ${message}`);
+  console.error("usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist]");
+  process.exit(2);
+}
+
+let values: { host: string; port: string; "persist-to": string; bundle: string };
+try {
+  ({ values } = parseArgs({
+    options: {
+      host: { type: "string", default: "127.0.0.1" },
+      port: { type: "string", default: "8787" },
+      "persist-to": { type: "string", default: ".wrangler/state" },
+      bundle: { type: "string", default: "dist" },
+    },
+    strict: true,
+    allowPositionals: false,
+  }));
+} catch (err) {
+  usage(err instanceof Error ? err.message : String(err));
+}
+const port = Number(values.port);
+if (!Number.isInteger(port) || port < 0 || port > 65535) usage("--port must be an integer 0..65535");
+
+const server = await startLocalServer({
+  host: values.host,
+  port,
+  persistTo: values["persist-to"],
+  bundleDir: values.bundle,
+});
+process.stdout.write(`shiftlock listening on ${server.url} (state in ${values["persist-to"]})\n`);
+
+let closing = false;
+const shutdown = (): void => {
+  if (closing) process.exit(1);
+  closing = true;
+  server.close().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error("shiftlock serve: shutdown failed", err);
+      process.exit(1);
+    },
+  );
+};
+process.on("SIGINT", shutdown);
+process.on("SIGTERM", shutdown);
