@@ -1,81 +1,103 @@
 /**
- * Command-line parsing for `shiftlock`: positional words and `--flag value` /
- * `--flag=value` / boolean `--flag`, with no dependency.
+ * Command-line parsing for `shiftlock`: every option the tool knows, parsed once with the
+ * repository's strict rule (./options.mjs, `node:util` `parseArgs`), then handed to each
+ * command through {@link Flags}.
  *
- * Guarantees: unknown flags and missing or malformed values are usage errors
- * (`UsageError`, exit status 2) that name the flag; counters parse to bigint with the
- * wire's canonical rule, durations to integer milliseconds.
+ * Guarantees: an option no command knows (a typo) is a usage error before anything runs
+ * (`unknown option --x`); one the command does not take is a usage error naming the
+ * command, raised by `done()` before any request; missing or malformed values are usage
+ * errors naming the option (exit status 2). Counters parse to bigint with the wire's
+ * canonical rule, durations to integer milliseconds.
+ *
+ * Does not: check that a required positional argument is present (the commands do).
  */
 import { parseCounter } from "../protocol/counter.ts";
+import { parseInteger, parseOptions, UsageError, type OptionSpec, type OptionValues } from "./options.mjs";
 
-/** A mistake in the command line itself (exit status 2). */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-}
+export { UsageError };
+
+/** Every option of every command, by long name. Which command takes which: docs/cli.md. */
+export const CLI_OPTIONS = {
+  // global
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  url: { type: "string" },
+  token: { type: "string" },
+  namespace: { type: "string" },
+  // claims and generations
+  generation: { type: "string" },
+  "ttl-ms": { type: "string" },
+  "allow-empty-only": { type: "boolean" },
+  "fencing-token": { type: "string" },
+  "expected-token": { type: "string" },
+  "operation-id": { type: "string" },
+  "after-version": { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  service: { type: "string" },
+  instance: { type: "string" },
+  reason: { type: "string" },
+  // coord
+  volume: { type: "string" },
+  store: { type: "string" },
+  key: { type: "string" },
+  participant: { type: "string" },
+  "after-generation": { type: "string" },
+  "wait-ms": { type: "string" },
+  root: { type: "string" },
+  "expected-generation": { type: "string" },
+  "key-prefix": { type: "string" },
+} as const satisfies Record<string, OptionSpec>;
+
+type CliOptions = typeof CLI_OPTIONS;
+type OptionName = keyof CliOptions;
+/** Options that take a value. */
+export type StringOption = { [K in OptionName]: CliOptions[K]["type"] extends "string" ? K : never }[OptionName];
+/** Options that are switches. */
+export type BooleanOption = Exclude<OptionName, StringOption>;
+
+/** Options every command accepts. */
+const GLOBAL_OPTIONS: readonly OptionName[] = ["json", "help", "url", "token", "namespace"];
 
 export interface ParsedArgs {
+  /** Positional words: the command path, then its arguments. */
   words: string[];
-  flags: Map<string, string | true>;
+  values: OptionValues<CliOptions>;
 }
 
-/** Flags that never take a value. */
-const BOOLEAN_FLAGS = new Set(["json", "help", "allow-empty-only"]);
-
-export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const words: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--") {
-      words.push(...argv.slice(i + 1));
-      break;
-    }
-    if (arg === "-h") {
-      flags.set("help", true);
-      continue;
-    }
-    if (!arg.startsWith("--")) {
-      words.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    if (BOOLEAN_FLAGS.has(name)) {
-      if (eq !== -1) throw new UsageError(`--${name} takes no value`);
-      flags.set(name, true);
-      continue;
-    }
-    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-    if (value === undefined) throw new UsageError(`--${name} needs a value`);
-    flags.set(name, value);
-  }
-  return { words, flags };
+/** Parse a whole command line. Throws {@link UsageError}. */
+export function parseCommandLine(argv: readonly string[]): ParsedArgs {
+  const { values, positionals } = parseOptions(argv, CLI_OPTIONS, { allowPositionals: true });
+  return { words: positionals, values };
 }
 
-/** Typed access to the flags a command allows; `done()` rejects the rest. */
+/** Typed access to the options one command takes; `done()` rejects the rest. */
 export class Flags {
-  private readonly used = new Set<string>(["json", "help", "url", "token", "namespace"]);
+  private readonly used = new Set<OptionName>(GLOBAL_OPTIONS);
 
-  constructor(private readonly parsed: ParsedArgs) {}
+  /** @param command the command path for messages, e.g. `claims get` */
+  constructor(
+    private readonly values: OptionValues<CliOptions>,
+    private readonly command: string,
+  ) {}
 
-  string(name: string): string | undefined {
+  string(name: StringOption): string | undefined {
     this.used.add(name);
-    const v = this.parsed.flags.get(name);
-    return v === true ? undefined : v;
+    return this.values[name];
   }
 
-  required(name: string): string {
+  required(name: StringOption): string {
     const v = this.string(name);
     if (v === undefined || v === "") throw new UsageError(`--${name} is required`);
     return v;
   }
 
-  bool(name: string): boolean {
+  bool(name: BooleanOption): boolean {
     this.used.add(name);
-    return this.parsed.flags.get(name) === true;
+    return this.values[name] === true;
   }
 
-  counter(name: string): bigint | undefined {
+  counter(name: StringOption): bigint | undefined {
     const v = this.string(name);
     if (v === undefined) return undefined;
     const n = parseCounter(v);
@@ -83,24 +105,21 @@ export class Flags {
     return n;
   }
 
-  requiredCounter(name: string): bigint {
+  requiredCounter(name: StringOption): bigint {
     const n = this.counter(name);
     if (n === undefined) throw new UsageError(`--${name} is required`);
     return n;
   }
 
-  ms(name: string): number | undefined {
-    const v = this.string(name);
-    if (v === undefined) return undefined;
-    if (!/^\d+$/.test(v))
-      throw new UsageError(`--${name} must be a whole number of milliseconds (got ${JSON.stringify(v)})`);
-    return Number(v);
+  /** A duration in whole milliseconds. */
+  ms(name: StringOption): number | undefined {
+    return parseInteger(`--${name}`, this.string(name), { unit: "milliseconds" });
   }
 
-  /** Throw for any flag the command did not ask for. */
+  /** Throw for any option given that this command did not ask for. */
   done(): void {
-    for (const name of this.parsed.flags.keys()) {
-      if (!this.used.has(name)) throw new UsageError(`unknown flag --${name}`);
+    for (const name of Object.keys(this.values) as OptionName[]) {
+      if (!this.used.has(name)) throw new UsageError(`--${name} is not an option of ${this.command}`);
     }
   }
 }

@@ -3,10 +3,7 @@
  * clients (HTTP from `--url`/`--token`/`--namespace` or `SHIFTLOCK_*`, or ones injected
  * by tests), and the Ctrl-C signal.
  */
-import type { ClaimsBackend } from "../client/claims/claims-backend.ts";
-import type { Coordinator } from "../client/coord/coord-types.ts";
-import type { WebSocketConstructor } from "../client/transport/claim-watch-socket.ts";
-import type { FetchLike } from "../client/transport/http-transport.ts";
+import type { ClaimsBackend, Coordinator, FetchLike, WebSocketConstructor } from "../client/index.ts";
 import type { Flags } from "./args.ts";
 import type { Printer } from "./output.ts";
 

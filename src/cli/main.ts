@@ -7,13 +7,13 @@
  * Connection settings come from flags, else `SHIFTLOCK_URL`, `SHIFTLOCK_TOKEN`,
  * `SHIFTLOCK_NAMESPACE`, else `http://127.0.0.1:8787`, no token, namespace `default`.
  */
-import type { ClaimsBackend } from "../client/claims/claims-backend.ts";
-import type { Coordinator } from "../client/coord/coord-types.ts";
-import type { WebSocketConstructor } from "../client/transport/claim-watch-socket.ts";
-import { Flags, parseArgs, UsageError } from "./args.ts";
+// Types only from the client's public entry; the HTTP clients are imported lazily below.
+import type { ClaimsBackend, Coordinator, WebSocketConstructor } from "../client/index.ts";
+import { Flags, parseCommandLine, UsageError } from "./args.ts";
 import { claimsCommand, generationsCommand, transferCommand } from "./claims-commands.ts";
 import { coordCommand } from "./coord-commands.ts";
 import { DEFAULT_NAMESPACE, DEFAULT_URL, type CliIo, type CommandContext } from "./context.ts";
+import { USAGE_EXIT_STATUS } from "./options.mjs";
 import { printError, type Printer } from "./output.ts";
 
 export type { CliIo };
@@ -49,7 +49,10 @@ global flags
   --token TOKEN      SHIFTLOCK_TOKEN
   --namespace NS     SHIFTLOCK_NAMESPACE  (default ${DEFAULT_NAMESPACE})
   --json             one JSON object per output line; errors as the JSON envelope on stderr
-  --help
+  --help, -h
+
+Options are --name VALUE or --name=VALUE (write --name=-x for a value that starts with "-");
+an unknown option or one the command does not take is an error.
 
 exit status: 0 ok, 1 refused by the service (the message names the code), 2 usage, 3 unreachable/failing
 `;
@@ -69,25 +72,23 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   io.signal?.addEventListener("abort", onAbort, { once: true });
   const closers: (() => Promise<void>)[] = [];
   try {
-    const parsed = parseArgs(argv);
-    json = parsed.flags.get("json") === true;
-    const words = parsed.words;
-    if (parsed.flags.get("help") === true || words.length === 0) {
+    const { words, values } = parseCommandLine(argv);
+    json = values.json === true;
+    if (values.help === true || words.length === 0) {
       io.stdout(USAGE);
-      return words.length === 0 && parsed.flags.get("help") !== true ? 2 : 0;
+      return values.help === true ? 0 : USAGE_EXIT_STATUS;
     }
-    const flags = new Flags(parsed);
     const conn = {
-      baseUrl: flags.string("url") ?? io.env["SHIFTLOCK_URL"] ?? DEFAULT_URL,
-      token: flags.string("token") ?? io.env["SHIFTLOCK_TOKEN"] ?? "",
-      namespace: flags.string("namespace") ?? io.env["SHIFTLOCK_NAMESPACE"] ?? DEFAULT_NAMESPACE,
+      baseUrl: values.url ?? io.env["SHIFTLOCK_URL"] ?? DEFAULT_URL,
+      token: values.token ?? io.env["SHIFTLOCK_TOKEN"] ?? "",
+      namespace: values.namespace ?? io.env["SHIFTLOCK_NAMESPACE"] ?? DEFAULT_NAMESPACE,
       ...(io.fetch === undefined ? {} : { fetch: io.fetch }),
     };
     let claims: ClaimsBackend | undefined = io.claims;
     let coordinator: Coordinator | undefined = io.coordinator;
-    const ctx = (args: string[]): CommandContext => ({
+    const ctx = (command: string, args: string[]): CommandContext => ({
       p,
-      flags,
+      flags: new Flags(values, command),
       args,
       signal: stop.signal,
       async claims() {
@@ -114,13 +115,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     if (group === "claims" && sub === "transfer") {
       const [step, ...args] = rest;
       if (step === undefined) throw new UsageError("claims transfer needs prepare, commit or abort");
-      await transferCommand(step, ctx(args));
+      await transferCommand(step, ctx(`claims transfer ${step}`, args));
     } else if (group === "claims") {
-      await claimsCommand(sub, ctx(rest));
+      await claimsCommand(sub, ctx(`claims ${sub}`, rest));
     } else if (group === "generations") {
-      await generationsCommand(sub, ctx(rest));
+      await generationsCommand(sub, ctx(`generations ${sub}`, rest));
     } else if (group === "coord") {
-      await coordCommand(sub, ctx(rest));
+      await coordCommand(sub, ctx(`coord ${sub}`, rest));
     } else {
       throw new UsageError(`unknown command ${JSON.stringify(group)}`);
     }

@@ -8,7 +8,7 @@
  * refusal — so scripts can branch on `$?`.
  */
 import { ShiftlockError, type ErrorCode } from "../protocol/errors.ts";
-import { UsageError } from "./args.ts";
+import { USAGE_EXIT_STATUS, UsageError } from "./options.mjs";
 
 export interface Printer {
   json: boolean;
@@ -85,7 +85,7 @@ export function printError(p: Printer, err: unknown): number {
     p.err(
       p.json ? toJson({ error: { code: "usage", message: err.message } }) : `shiftlock: ${err.message} (see --help)`,
     );
-    return 2;
+    return USAGE_EXIT_STATUS;
   }
   if (err instanceof ShiftlockError) {
     if (p.json) {

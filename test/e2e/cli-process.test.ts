@@ -54,6 +54,9 @@ describe("shiftlock (process)", { timeout: 120_000 }, () => {
     expect(unauthorized.code).toBe(1);
     expect(unauthorized.stderr).toContain("unauthorized");
     expect((await shiftlock(["claims", "frobnicate"])).code).toBe(2);
+    const typo = await shiftlock(["claims", "get", claim, "--jsno"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("unknown option --jsno");
     const down = await shiftlock(["claims", "get", claim, "--url", "http://127.0.0.1:9"]);
     expect(down.code).toBe(3);
     expect(down.stderr).toContain("could not be reached");

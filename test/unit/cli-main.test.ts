@@ -117,12 +117,33 @@ describe("shiftlock claims", () => {
     expect((await run("--help")).code).toBe(0);
     const unknown = await run("claims", "get", "c", "--bogus", "1");
     expect(unknown).toMatchObject({ code: 2 });
-    expect(unknown.err).toContain("--bogus");
+    expect(unknown.err).toContain("unknown option --bogus");
     const badToken = await run("claims", "renew", "c", "--generation", "g", "--fencing-token", "007");
     expect(badToken.code).toBe(2);
     expect(badToken.err).toContain("--fencing-token");
     expect((await run("claims", "acquire", "c")).err).toContain("--generation is required");
     expect((await run("nonsense", "x")).code).toBe(2);
+  });
+
+  it("a typo'd option is an error (exit 2, nothing sent), even where a value could be ignored", async () => {
+    const { run, claims } = cli();
+    const typo = await run("claims", "acquire", "c", "--generation", "g1", "--ttl-msx", "5000");
+    expect(typo.code).toBe(2);
+    expect(typo.err).toBe("shiftlock: unknown option --ttl-msx (see --help)\n");
+    await expect(claims.getClaim("c")).rejects.toThrow(); // never acquired
+    const asJson = await run("claims", "get", "c", "--jsn", "--json");
+    expect(json(asJson.err).error).toEqual({ code: "usage", message: "unknown option --jsn" });
+    // A real option the command does not take is refused too, naming the command.
+    const misplaced = await run("claims", "get", "c", "--generation", "g1");
+    expect(misplaced.code).toBe(2);
+    expect(misplaced.err).toContain("--generation is not an option of claims get");
+    expect((await run("coord", "snapshot", "--volume", "v", "--root", "{}")).err).toContain(
+      "--root is not an option of coord snapshot",
+    );
+    expect((await run("claims", "acquire", "c", "--generation", "g", "--ttl-ms", "1.5")).err).toContain(
+      '--ttl-ms must be an integer ≥ 0 (milliseconds), got "1.5"',
+    );
+    expect((await run("claims", "get", "-c")).err).toContain("unknown option -c");
   });
 
   it("reports invalid input the service rejects with its field", async () => {
