@@ -30,11 +30,14 @@ function scopeUrls(ctx, volume) {
   return { http: `${ctx.url}${path}`, ws: `${ctx.url.replace(/^http/, "ws")}${path}/watch` };
 }
 
+/** @typedef {import("./watchers.mjs").WatchMessage} WatchMessage */
+
 /**
  * Resolve with the next event `accept` takes, or reject after `timeoutMs`.
  * @param {import("./watchers.mjs").Watcher} watcher
- * @param {(msg: any) => boolean} accept
+ * @param {(msg: WatchMessage) => boolean} accept
  * @param {number} timeoutMs
+ * @returns {Promise<WatchMessage>}
  */
 function nextEvent(watcher, accept, timeoutMs) {
   return new Promise((resolve, reject) => {
@@ -55,12 +58,19 @@ function nextEvent(watcher, accept, timeoutMs) {
  * Alternate two participants: one holds, the other queues with waitMs, the holder releases.
  * @param {import("./throughput.mjs").PhaseContext} ctx
  * @param {number} rounds maximum hand-overs
+ * @returns {Promise<{ latency: import("./stats.mjs").Summary }>}
  */
 export async function handover(ctx, rounds) {
   const scope = scopeUrls(ctx, "bench-handover");
   const { watchers } = await openWatchers(scope.ws, ctx.token, 1);
-  const watcher = watchers[0];
+  const [watcher] = watchers;
+  if (watcher === undefined) throw new Error("no watcher opened");
+  /** @type {number[]} */
   const samples = [];
+  /**
+   * @param {string} participantId
+   * @param {number} waitMs
+   */
   const acquire = (participantId, waitMs) =>
     ctx.client.call("POST", `${scope.http}/leases`, { participantId, ttlMs: TTL_MS, waitMs });
   let holder = expectStatus(await acquire("p-0", 0), 201, "first lease").lease;
@@ -86,16 +96,32 @@ export async function handover(ctx, rounds) {
 }
 
 /**
+ * A fan-out figure: delivery from publish sent to each watcher, and to the last of them.
+ * @typedef {object} Fanout
+ * @property {number} watchers
+ * @property {number} publishes
+ * @property {number} connectAllMs time to open every socket and see `ready`
+ * @property {import("./stats.mjs").Summary} publishReply
+ * @property {import("./stats.mjs").Summary} delivery
+ * @property {import("./stats.mjs").Summary} lastWatcher
+ * @property {number} missing deliveries that did not arrive within 10 s
+ */
+
+/**
  * Publish `publishes` times to a scope watched by `n` sockets.
  * @param {import("./throughput.mjs").PhaseContext} ctx
  * @param {number} n watchers
  * @param {number} publishes
+ * @returns {Promise<Fanout>}
  */
 export async function fanout(ctx, n, publishes) {
   const scope = scopeUrls(ctx, `bench-fanout-${n}`);
   const { watchers, readyMs } = await openWatchers(scope.ws, ctx.token, n);
+  /** @type {number[]} */
   const deliveries = [];
+  /** @type {number[]} */
   const lastDelivery = [];
+  /** @type {number[]} */
   const publishReply = [];
   let missing = 0;
   const lease = expectStatus(
@@ -110,8 +136,10 @@ export async function fanout(ctx, n, publishes) {
     );
     for (let k = 0; k < publishes; k++) {
       const expected = String(generation + 1n);
+      /** @type {number[]} */
       const arrivals = [];
       const all = new Promise((resolve) => {
+        /** @type {Set<import("./watchers.mjs").Watcher>} */
         const seen = new Set();
         for (const w of watchers) {
           w.onEvent = (msg, at) => {

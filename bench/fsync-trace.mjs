@@ -5,7 +5,7 @@
  * `--server=wrangler-dev`), attaches `strace` to its workerd process for 100 requests of each
  * kind, and prints fsyncs per request grouped by file.
  *
- *   node bench/fsync-trace.mjs [--server=miniflare|wrangler-dev] [--count=100]
+ *   node bench/fsync-trace.mjs [--server=miniflare|wrangler-dev] [--count=100] [--help]
  *
  * Needs `strace` (Debian: `apt-get install strace`) and permission to trace (root, or
  * ptrace_scope 0). Not part of `npm test` or `npm run bench`. It explains the cost of a
@@ -14,16 +14,13 @@
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { makeClient, expectStatus } from "./http.mjs";
+import { FSYNC_TRACE_USAGE, parseFsyncTraceArgs } from "./options.mjs";
 import { cleanupBundle, startServer } from "./server.mjs";
+import { parseOrExit } from "../src/cli/options.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, "").split("=");
-    return [k, v ?? "true"];
-  }),
+const { server: kind, count } = parseOrExit("fsync-trace", FSYNC_TRACE_USAGE, () =>
+  parseFsyncTraceArgs(process.argv.slice(2)),
 );
-const kind = args.server === "wrangler-dev" ? "wrangler-dev" : "miniflare";
-const count = Number(args.count ?? 100);
 
 const server = await startServer(kind);
 const client = await makeClient("dev-token");
@@ -31,10 +28,14 @@ const workerd = execFileSync("ps", ["-eo", "pid=,pgid=,comm="])
   .toString()
   .split("\n")
   .map((l) => l.trim().split(/\s+/))
-  .filter(([, pgid, comm]) => Number(pgid) === server.pgid && comm?.startsWith("workerd"))
-  .map(([pid]) => pid);
+  .filter(([, pgid, comm]) => Number(pgid) === server.pgid && comm?.startsWith("workerd") === true)
+  .flatMap(([pid]) => (pid === undefined ? [] : [pid]));
 
-/** Trace `count` runs of `fn`; return fsyncs per run by file kind. */
+/**
+ * Trace `count` runs of `fn`; return fsyncs per run by file kind.
+ * @param {() => Promise<unknown>} fn one request (or a few) of the kind measured
+ * @returns {Promise<Record<string, number>>}
+ */
 async function traced(fn) {
   const out = `/tmp/shiftlock-fsync-${process.pid}.txt`;
   const strace = spawn(
@@ -49,12 +50,13 @@ async function traced(fn) {
   await new Promise((r) => setTimeout(r, 300));
   strace.kill("SIGINT");
   await new Promise((r) => strace.once("exit", r));
+  /** @type {Record<string, number>} */
   const byFile = {};
   for (const line of readFileSync(out, "utf8").split("\n")) {
-    const m = /f(?:data)?sync\(\d+<([^>]*)>/.exec(line);
-    if (!m) continue;
+    const path = /f(?:data)?sync\(\d+<([^>]*)>/.exec(line)?.[1];
+    if (path === undefined) continue;
     // Name files by role, not by hash: the object's own database or the shared metadata.
-    const file = m[1]
+    const file = path
       .replace(/[0-9a-f]{64}/, "<object>")
       .replace(/^.*\/-?(\w+Object)(\/|$)/, "$1$2")
       .replace(/Object$/, "Object/ (directory)");

@@ -14,7 +14,18 @@ import http from "node:http";
 /**
  * @typedef {object} Reply
  * @property {number} status
- * @property {any} body parsed JSON, or undefined for an empty body
+ * @property {unknown} body parsed JSON, `{raw}` for a body that is not JSON, or undefined
+ *   for an empty body
+ */
+
+/**
+ * The fields of an expected reply that the benchmark reads. The shape is trusted, not
+ * validated, once {@link expectStatus} has checked the status: each caller reads only the
+ * field its route returns (SPEC), and a wrong guess fails the measurement with a TypeError.
+ * @typedef {object} Body
+ * @property {{ fencingToken: string }} claim claims routes
+ * @property {{ leaseId: string }} lease coord lease grant
+ * @property {string} generation coord snapshot and publish
  */
 
 /**
@@ -33,10 +44,14 @@ export async function makeClient(token) {
   const jsonHeaders = { ...headers, "content-type": "application/json" };
   // A non-JSON body (e.g. the dev server's "worker restarted" page) is kept as text so the
   // failure names it instead of failing on the parse.
+  /**
+   * @param {string} text
+   * @returns {unknown}
+   */
   const parse = (text) => {
     if (text === "") return undefined;
     try {
-      return JSON.parse(text);
+      return /** @type {unknown} */ (JSON.parse(text));
     } catch {
       return { raw: text.slice(0, 200) };
     }
@@ -44,7 +59,8 @@ export async function makeClient(token) {
   try {
     const undici = await import("undici");
     const { createRequire } = await import("node:module");
-    const version = createRequire(import.meta.url)("undici/package.json").version;
+    const pkg = /** @type {{ version: string }} */ (createRequire(import.meta.url)("undici/package.json"));
+    const version = pkg.version;
     const dispatcher = new undici.Agent({ keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 });
     return {
       name: `undici ${version} request() (keep-alive)`,
@@ -52,8 +68,7 @@ export async function makeClient(token) {
         const res = await undici.request(url, {
           method,
           dispatcher,
-          headers: body === undefined ? headers : jsonHeaders,
-          body: body === undefined ? undefined : JSON.stringify(body),
+          ...(body === undefined ? { headers } : { headers: jsonHeaders, body: JSON.stringify(body) }),
         });
         return { status: res.statusCode, body: parse(await res.body.text()) };
       },
@@ -67,23 +82,17 @@ export async function makeClient(token) {
         return new Promise((resolve, reject) => {
           const payload = body === undefined ? undefined : JSON.stringify(body);
           const req = http.request(url, { method, agent, headers: payload === undefined ? headers : jsonHeaders });
-          req.on("error", reject);
+          req.on("error", (err) => reject(err));
           req.on("response", (res) => {
             let text = "";
             res.setEncoding("utf8");
-            res.on("data", (chunk) => (text += chunk));
-            res.on("end", () => {
-              try {
-                resolve({ status: res.statusCode ?? 0, body: parse(text) });
-              } catch (err) {
-                reject(err);
-              }
-            });
+            res.on("data", (/** @type {string} */ chunk) => (text += chunk));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: parse(text) }));
           });
           req.end(payload);
         });
       },
-      close: async () => agent.destroy(),
+      close: () => Promise.resolve(agent.destroy()),
     };
   }
 }
@@ -92,12 +101,23 @@ export async function makeClient(token) {
  * Throw unless the reply has the expected status; the message carries the error code.
  * @param {Reply} reply
  * @param {number} status
- * @param {string} what
+ * @param {string} what names the request in the message
+ * @returns {Body}
  */
 export function expectStatus(reply, status, what) {
   if (reply.status !== status) {
-    const code = reply.body?.error?.code ?? reply.body?.raw ?? JSON.stringify(reply.body)?.slice(0, 200);
-    throw new Error(`${what}: expected ${status}, got ${reply.status} (${code})`);
+    throw new Error(`${what}: expected ${status}, got ${reply.status} (${describeBody(reply.body)})`);
   }
-  return reply.body;
+  return /** @type {Body} */ (reply.body);
+}
+
+/**
+ * The error code of an error envelope, the start of a non-JSON body, or the JSON itself.
+ * @param {unknown} body
+ */
+function describeBody(body) {
+  const b = /** @type {{ error?: { code?: unknown }, raw?: unknown } | undefined} */ (body);
+  if (typeof b?.error?.code === "string") return b.error.code;
+  if (typeof b?.raw === "string") return b.raw;
+  return String(JSON.stringify(body)).slice(0, 200);
 }

@@ -11,27 +11,37 @@
  */
 import { readFileSync } from "node:fs";
 import { Miniflare } from "miniflare";
+import { MINIFLARE_CHILD_USAGE, parseMiniflareChildArgs } from "./options.mjs";
+import { parseOrExit } from "../src/cli/options.mjs";
 
-const [bundleDir, stateDir, port] = process.argv.slice(2);
+const { bundleDir, stateDir, port } = parseOrExit("miniflare-child", MINIFLARE_CHILD_USAGE, () =>
+  parseMiniflareChildArgs(process.argv.slice(2)),
+);
 const toml = readFileSync("wrangler.toml", "utf8");
 const compatibilityDate = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1];
 const flags = /^compatibility_flags\s*=\s*\[([^\]]*)\]/m.exec(toml)?.[1] ?? "";
+/** @type {Record<string, string>} */
 const vars = {};
 const varsSection = /^\[vars\]\n([\s\S]*?)(?:\n\[|$)/m.exec(toml)?.[1] ?? "";
-for (const m of varsSection.matchAll(/^(\w+)\s*=\s*"([^"]*)"/gm)) vars[m[1]] = m[2];
+for (const [, name, value] of varsSection.matchAll(/^(\w+)\s*=\s*"([^"]*)"/gm)) {
+  if (name !== undefined && value !== undefined) vars[name] = value;
+}
 // The dev-only token list `npm start` passes (package.json), never a deployed value.
-const start = JSON.parse(readFileSync("package.json", "utf8")).scripts.start;
-const authTokens = JSON.parse(`"${/AUTH_TOKENS:"((?:[^"\\]|\\.)*)"/.exec(start)[1]}"`);
+const pkg = /** @type {{ scripts: { start: string } }} */ (JSON.parse(readFileSync("package.json", "utf8")));
+const tokensLiteral = /AUTH_TOKENS:"((?:[^"\\]|\\.)*)"/.exec(pkg.scripts.start)?.[1];
+if (tokensLiteral === undefined) throw new Error("package.json's start script passes no AUTH_TOKENS");
+const authTokens = /** @type {string} */ (JSON.parse(`"${tokensLiteral}"`));
 
 // Every [[durable_objects.bindings]] of wrangler.toml; all classes are SQLite-backed there.
+/** @type {Record<string, { className: string, useSQLite: boolean }>} */
 const durableObjects = {};
-for (const m of toml.matchAll(/name\s*=\s*"(\w+)"\s*\nclass_name\s*=\s*"(\w+)"/g)) {
-  durableObjects[m[1]] = { className: m[2], useSQLite: true };
+for (const [, name, className] of toml.matchAll(/name\s*=\s*"(\w+)"\s*\nclass_name\s*=\s*"(\w+)"/g)) {
+  if (name !== undefined && className !== undefined) durableObjects[name] = { className, useSQLite: true };
 }
 
 const mf = new Miniflare({
   host: "127.0.0.1",
-  port: Number(port),
+  port,
   modules: true,
   scriptPath: `${bundleDir}/index.js`,
   modulesRoot: bundleDir,

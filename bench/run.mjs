@@ -4,7 +4,10 @@
  *
  *   node bench/run.mjs [--duration=10] [--phases=healthz,claims,coord,handover,fanout]
  *                      [--max-watchers=1000] [--server=wrangler-dev|miniflare] [--tag=NAME]
- *                      [--write-doc]
+ *                      [--write-doc] [--help]
+ *
+ * Options follow the repository's strict rule (bench/options.mjs): an unknown or malformed
+ * one exits 2 before anything starts.
  *
  * `--server=miniflare` serves the same bundle without the dev proxy (a diagnostic, labelled
  * as such); `TMPDIR=/dev/shm` puts the servers' state on tmpfs (another diagnostic: it shows
@@ -16,6 +19,7 @@
  * time and count and the whole run by a hard limit, so it always stops by itself.
  * Results go to bench/results/<tag>.json; `--write-doc` also rewrites the generated
  * section of docs/BENCHMARKS.md. Not part of `npm test`: speed is measured here, not asserted.
+ * Exit status: 0 when every measurement succeeded, 1 when one failed or the hard limit hit.
  */
 import { cpus, loadavg, totalmem, release, tmpdir } from "node:os";
 import {
@@ -35,25 +39,30 @@ import { makeClient } from "./http.mjs";
 import { cleanupBundle, startServer } from "./server.mjs";
 import { claimCycles, claimReads, claimWriteCost, coordCycles, healthz } from "./throughput.mjs";
 import { fanout, handover } from "./coord-latency.mjs";
+import { BENCH_USAGE, parseBenchArgs } from "./options.mjs";
 import { round } from "./stats.mjs";
+import { parseOrExit } from "../src/cli/options.mjs";
+
+/** @typedef {import("./throughput.mjs").Throughput} Throughput */
+/** @typedef {import("./coord-latency.mjs").Fanout} Fanout */
+/** @typedef {{ latency: import("./stats.mjs").Summary }} Latency */
+/** @typedef {Throughput | Latency | Fanout} PhaseResult */
+/**
+ * One row of the results: what was measured, its figures (or why it failed), and the
+ * server's memory and the machine's load at its end.
+ * @typedef {{ name: string, kind: string, clients: number, serverRssMb: number, loadAvg1m: number }
+ *   & ({ error: string } | (Throughput & { percentOfCeiling?: number }) | Latency | Fanout)} Measurement
+ */
 
 const TOKEN = "dev-token";
 const HARD_LIMIT_MS = 14 * 60_000;
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, "").split("=");
-    return [k, v ?? "true"];
-  }),
-);
-const durationMs = Number(args.duration ?? 10) * 1000;
-const phases = new Set((args.phases ?? "healthz,claims,coord,handover,fanout").split(","));
-const maxWatchers = Number(args["max-watchers"] ?? 1000);
-const serverKind = args.server === "miniflare" ? "miniflare" : "wrangler-dev";
+const options = parseOrExit("bench", BENCH_USAGE, () => parseBenchArgs(process.argv.slice(2)));
+const { durationMs, phases, maxWatchers, server: serverKind, tag } = options;
 
 const hardStop = setTimeout(() => {
   console.error(`bench: hard limit of ${HARD_LIMIT_MS / 60_000} min reached, stopping`);
-  process.exit(2);
+  process.exit(1);
 }, HARD_LIMIT_MS);
 hardStop.unref();
 
@@ -116,7 +125,8 @@ const results = {
       ? "Miniflare serving the `wrangler deploy --dry-run` bundle directly (diagnostic: no dev proxy; NOT `npm start`)"
       : "wrangler dev (the `npm start` script), fresh state directory per measurement",
   durationSeconds: durationMs / 1000,
-  measurements: [],
+  measurements: /** @type {Measurement[]} */ ([]),
+  finishedAt: /** @type {string | undefined} */ (undefined),
 };
 console.log(
   `shiftlock bench — ${machine.nproc} cores, ${machine.memoryGiB} GiB, node ${machine.node}; ` +
@@ -132,45 +142,57 @@ console.log("");
 /**
  * Run one measurement against its own fresh server; a failure is recorded, not fatal.
  * @param {string} name
- * @param {object} params
- * @param {(ctx: object) => Promise<object>} fn
+ * @param {{ kind: string, clients: number }} params
+ * @param {(ctx: import("./throughput.mjs").PhaseContext) => Promise<PhaseResult>} fn
+ * @returns {Promise<Measurement>}
  */
 async function measurement(name, params, fn) {
   process.stdout.write(`${name.padEnd(44)} `);
-  const entry = { name, ...params };
+  /** @type {PhaseResult | { error: string }} */
+  let result;
+  /** @type {import("./server.mjs").RunningServer | undefined} */
   let server;
   try {
     server = await startServer(serverKind);
     const ns = `bench-${crypto.randomUUID().slice(0, 8)}`;
     const ctx = { url: server.url, client, ns, token: TOKEN, durationMs, maxCycles: 20_000 };
-    Object.assign(entry, await fn(ctx));
+    result = await fn(ctx);
   } catch (err) {
-    entry.error = err instanceof Error ? err.message.split("\n")[0] : String(err);
+    result = { error: err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err) };
   }
-  entry.serverRssMb = server?.rssMb() ?? 0;
-  // Other work on the machine lowers every figure: record it next to the figure.
-  entry.loadAvg1m = round(loadavg()[0] ?? 0, 1);
+  /** @type {Measurement} */
+  const entry = {
+    name,
+    ...params,
+    ...result,
+    serverRssMb: server?.rssMb() ?? 0,
+    // Other work on the machine lowers every figure: record it next to the figure.
+    loadAvg1m: round(loadavg()[0] ?? 0, 1),
+  };
   await server?.stop();
   results.measurements.push(entry);
-  console.log(entry.error ? `FAILED: ${entry.error}` : describe(entry));
+  console.log(describe(entry));
   return entry;
 }
 
+/** @param {Measurement} e */
 function describe(e) {
-  if (e.perSecond !== undefined) {
+  if ("error" in e) return `FAILED: ${e.error}`;
+  if ("perSecond" in e) {
     return `${e.perSecond} cycles/s, ${round(e.perSecond * e.requestsPerCycle, 1)} req/s, p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms`;
   }
-  if (e.delivery) return `delivery p50 ${e.delivery.p50} ms, p99 ${e.delivery.p99} ms, missing ${e.missing}`;
+  if ("delivery" in e) return `delivery p50 ${e.delivery.p50} ms, p99 ${e.delivery.p99} ms, missing ${e.missing}`;
   return `p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms (n=${e.latency.n})`;
 }
 
+/** @type {Record<number, number>} cycles per second of the no-op route, by number of clients */
 const ceiling = {};
 for (const clients of [1, 32]) {
   if (phases.has("healthz")) {
     const e = await measurement(`no-op GET /healthz, ${clients} client(s)`, { kind: "healthz", clients }, (ctx) =>
       healthz(ctx, clients),
     );
-    if (!e.error) ceiling[clients] = e.perSecond;
+    if ("perSecond" in e) ceiling[clients] = e.perSecond;
   }
 }
 if (phases.has("claims")) {
@@ -216,7 +238,7 @@ if (phases.has("fanout")) {
 
 // Requests per second as a share of the no-op ceiling with the same number of clients.
 for (const e of results.measurements) {
-  if (e.perSecond === undefined || e.kind === "healthz") continue;
+  if (!("perSecond" in e) || e.kind === "healthz") continue;
   const c = ceiling[e.clients];
   if (c) e.percentOfCeiling = round((100 * e.perSecond * e.requestsPerCycle) / c, 1);
 }
@@ -227,15 +249,17 @@ cleanupBundle();
 const table = renderTables(results);
 console.log(`\n${table}`);
 mkdirSync("bench/results", { recursive: true });
-const tag = args.tag ?? (serverKind === "miniflare" ? "miniflare" : "latest");
 const resultsFile = `bench/results/${tag}.json`;
 writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 console.log(`raw results: ${resultsFile}`);
-if (args["write-doc"] === "true") writeDoc(results, table);
-const failed = results.measurements.filter((e) => e.error).length;
+if (options.writeDoc) writeDoc(results, table);
+const failed = results.measurements.filter((e) => "error" in e).length;
 process.exit(failed === 0 ? 0 : 1);
 
-/** Markdown tables of every measurement. */
+/**
+ * Markdown tables of every measurement.
+ * @param {typeof results} r
+ */
 function renderTables(r) {
   const rows = [
     "| measurement | cycles/s | requests/s | cycle p50 ms | cycle p99 ms | % of no-op ceiling | server RSS MB | load 1m |",
@@ -243,15 +267,15 @@ function renderTables(r) {
   ];
   const lat = ["| measurement | samples | p50 ms | p99 ms | max ms | notes |", "|---|---:|---:|---:|---:|---|"];
   for (const e of r.measurements) {
-    if (e.error) {
+    if ("error" in e) {
       rows.push(`| ${e.name} | failed: ${e.error.replaceAll("|", "/")} | | | | | ${e.serverRssMb} | ${e.loadAvg1m} |`);
-    } else if (e.perSecond !== undefined) {
+    } else if ("perSecond" in e) {
       const pct =
         e.kind === "healthz" ? "(ceiling)" : e.percentOfCeiling === undefined ? "" : `${e.percentOfCeiling} %`;
       rows.push(
         `| ${e.name} | ${e.perSecond} | ${round(e.perSecond * e.requestsPerCycle, 1)} | ${e.latency.p50} | ${e.latency.p99} | ${pct} | ${e.serverRssMb} | ${e.loadAvg1m} |`,
       );
-    } else if (e.delivery) {
+    } else if ("delivery" in e) {
       const notes = `last watcher p50 ${e.lastWatcher.p50} / p99 ${e.lastWatcher.p99} ms; publish reply p50 ${e.publishReply.p50} ms; ${e.missing} missing; ${e.watchers} sockets ready in ${e.connectAllMs} ms; server ${e.serverRssMb} MB; load ${e.loadAvg1m}`;
       lat.push(
         `| ${e.name} | ${e.delivery.n} | ${e.delivery.p50} | ${e.delivery.p99} | ${e.delivery.max} | ${notes} |`,
@@ -268,6 +292,8 @@ function renderTables(r) {
 /**
  * Replace the generated section of docs/BENCHMARKS.md for this run's tag (between
  * `<!-- bench:begin:TAG -->` and `<!-- bench:end:TAG -->`), keeping the hand-written analysis.
+ * @param {typeof results} r
+ * @param {string} tables from {@link renderTables}
  */
 function writeDoc(r, tables) {
   const file = "docs/BENCHMARKS.md";

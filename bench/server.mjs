@@ -32,8 +32,8 @@ export async function freePort() {
  * @param {string} stateDir
  */
 export function startCommand(port, stateDir) {
-  const pkg = JSON.parse(readFileSync("package.json", "utf8"));
-  const start = pkg.scripts?.start;
+  const pkg = /** @type {{ scripts?: Record<string, unknown> }} */ (JSON.parse(readFileSync("package.json", "utf8")));
+  const start = pkg.scripts?.["start"];
   if (typeof start !== "string") throw new Error("package.json has no start script");
   return start
     .replace("--port 8787", `--port ${port}`)
@@ -79,16 +79,18 @@ export function groupRssMb(pgid) {
  * @property {() => Promise<void>} stop
  */
 
+/** @type {string | undefined} */
 let bundleDir;
 
 /** Build the deployable bundle once per run (`wrangler deploy --dry-run`, as `npm run build`). */
 function bundle() {
   if (bundleDir === undefined) {
-    bundleDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-dist-"));
-    execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", bundleDir], {
+    const dir = mkdtempSync(join(tmpdir(), "shiftlock-bench-dist-"));
+    execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", dir], {
       stdio: "ignore",
       env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
     });
+    bundleDir = dir;
   }
   return bundleDir;
 }
@@ -99,7 +101,7 @@ export function cleanupBundle() {
 }
 
 /**
- * @param {"wrangler-dev" | "miniflare"} [kind] `wrangler-dev` is `npm start`; `miniflare`
+ * @param {import("./options.mjs").ServerKind} [kind] `wrangler-dev` is `npm start`; `miniflare`
  *   serves the same bundle without the dev proxy (a diagnostic, see miniflare-child.mjs)
  * @returns {Promise<RunningServer>}
  */
@@ -116,9 +118,15 @@ export async function startServer(kind = "wrangler-dev") {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
   });
+  // Detached, so the child leads its own process group: its pid is the group id.
+  const pgid = child.pid;
+  if (pgid === undefined) {
+    rmSync(stateDir, { recursive: true, force: true });
+    throw new Error(`could not start the server: ${command}`);
+  }
   let output = "";
   // Keep only the tail: a long run logs a line per request.
-  const keep = (d) => (output = (output + d.toString()).slice(-20_000));
+  const keep = (/** @type {Buffer} */ d) => (output = (output + d.toString("utf8")).slice(-20_000));
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
   const url = `http://127.0.0.1:${port}`;
@@ -133,7 +141,7 @@ export async function startServer(kind = "wrangler-dev") {
     if (child.exitCode !== null || performance.now() > deadline) {
       // Leave nothing behind: neither a half-started process group nor its state directory.
       try {
-        process.kill(-child.pid, "SIGKILL");
+        process.kill(-pgid, "SIGKILL");
       } catch {
         // already gone
       }
@@ -142,7 +150,6 @@ export async function startServer(kind = "wrangler-dev") {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  const pgid = child.pid;
   return {
     url,
     pgid,

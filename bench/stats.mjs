@@ -9,16 +9,18 @@
  * Nearest-rank percentile.
  * @param {number[]} sorted ascending samples
  * @param {number} p 0..100
+ * @returns {number} NaN when there are no samples
  */
 export function percentile(sorted, p) {
-  if (sorted.length === 0) return NaN;
   const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
-  return sorted[rank - 1];
+  return sorted[rank - 1] ?? NaN;
 }
+
+/** @typedef {{n: number, p50: number, p99: number, max: number}} Summary milliseconds */
 
 /**
  * @param {number[]} samples milliseconds
- * @returns {{n: number, p50: number, p99: number, max: number}}
+ * @returns {Summary}
  */
 export function summarize(samples) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -30,11 +32,22 @@ export function summarize(samples) {
   };
 }
 
-/** @param {number} x */
+/**
+ * @param {number} x
+ * @param {number} [digits] after the decimal point
+ */
 export function round(x, digits = 2) {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
 }
+
+/**
+ * @typedef {object} LoopResult
+ * @property {number} cycles finished cycles
+ * @property {number} seconds wall-clock time of the loop
+ * @property {number} perSecond cycles per second
+ * @property {Summary} latency of one cycle
+ */
 
 /**
  * Run `clients` concurrent loops of `cycle` until `durationMs` passes or `maxCycles` cycles
@@ -45,13 +58,15 @@ export function round(x, digits = 2) {
  * @param {number} o.durationMs wall-clock bound
  * @param {number} o.maxCycles count bound over all loops
  * @param {(client: number, i: number) => Promise<void>} o.cycle one unit of work
- * @returns {Promise<{cycles: number, seconds: number, perSecond: number, latency: ReturnType<typeof summarize>}>}
+ * @returns {Promise<LoopResult>}
  */
 export async function closedLoop({ clients, durationMs, maxCycles, cycle }) {
+  /** @type {number[]} */
   const latencies = [];
   let started = 0;
   const t0 = performance.now();
   const deadline = t0 + durationMs;
+  /** @param {number} client */
   const loop = async (client) => {
     for (let i = 0; performance.now() < deadline && started < maxCycles; i++) {
       started++;

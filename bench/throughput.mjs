@@ -11,12 +11,19 @@ import { expectStatus } from "./http.mjs";
 import { closedLoop } from "./stats.mjs";
 
 /**
+ * What every phase gets from bench/run.mjs.
  * @typedef {object} PhaseContext
  * @property {string} url server base URL
  * @property {import("./http.mjs").BenchClient} client
  * @property {string} ns namespace unique to this run
+ * @property {string} token bearer token (for the watch sockets; the client sends its own)
  * @property {number} durationMs measured duration
  * @property {number} maxCycles count bound
+ */
+
+/**
+ * A throughput figure: the closed loop's result and how many requests one cycle sends.
+ * @typedef {import("./stats.mjs").LoopResult & { requestsPerCycle: number }} Throughput
  */
 
 const WARMUP = { durationMs: 1_500, maxCycles: 100 };
@@ -35,7 +42,12 @@ async function measure(ctx, clients, cycle) {
 /** @param {string} s */
 const enc = (s) => encodeURIComponent(s);
 
-/** `GET /healthz`: the dev proxy + router with no Durable Object — the ceiling. */
+/**
+ * `GET /healthz`: the dev proxy + router with no Durable Object — the ceiling.
+ * @param {PhaseContext} ctx
+ * @param {number} clients concurrent loops
+ * @returns {Promise<Throughput>}
+ */
 export async function healthz(ctx, clients) {
   const r = await measure(ctx, clients, async () => {
     expectStatus(await ctx.client.call("GET", `${ctx.url}/healthz`), 200, "healthz");
@@ -46,9 +58,13 @@ export async function healthz(ctx, clients) {
 /**
  * Claims: acquire (unowned → owned, token+1) then release, by one generation per client,
  * each client on its own claim.
+ * @param {PhaseContext} ctx
+ * @param {number} clients concurrent loops
+ * @returns {Promise<Throughput>}
  */
 export async function claimCycles(ctx, clients) {
   const tag = clients === 1 ? "one" : "many";
+  /** @param {number} client */
   const cycle = async (client) => {
     const base = `${ctx.url}/v1/ns/${enc(ctx.ns)}/claims/${enc(`bench-${tag}-${client}`)}`;
     const generationId = `gen-${client}`;
@@ -66,9 +82,16 @@ export async function claimCycles(ctx, clients) {
 /**
  * Coord: take the write lease without waiting, publish a new root (generation+1, durable),
  * release it; each client on its own object-store scope.
+ * @param {PhaseContext} ctx
+ * @param {number} clients concurrent loops
+ * @returns {Promise<Throughput>}
  */
 export async function coordCycles(ctx, clients) {
   const tag = clients === 1 ? "one" : "many";
+  /**
+   * @param {number} client
+   * @param {number} i
+   */
   const cycle = async (client, i) => {
     const scope = `${ctx.url}/v1/ns/${enc(ctx.ns)}/volumes/${enc(`bench-${tag}`)}/stores/${enc(`store-${client}`)}`;
     const granted = expectStatus(
@@ -87,6 +110,9 @@ export async function coordCycles(ctx, clients) {
  * Claims read: `GET` of one existing claim. Same router, auth and RPC hop as a mutation but
  * no storage write and no alarm, which separates the cost of the hop from the cost of a
  * durable change when the cycle figures are analysed.
+ * @param {PhaseContext} ctx
+ * @param {number} clients concurrent loops
+ * @returns {Promise<Throughput>}
  */
 export async function claimReads(ctx, clients) {
   const base = `${ctx.url}/v1/ns/${enc(ctx.ns)}/claims/bench-read`;
@@ -107,6 +133,9 @@ export async function claimReads(ctx, clients) {
  *   (auth, validation, RPC, an SQL read of the operation record) but no write, no alarm;
  * - `renew`: one durable change (one storage transaction) plus re-arming the alarm.
  * Their difference is the cost of a durable write on this machine.
+ * @param {PhaseContext} ctx
+ * @param {"replay" | "renew"} kind
+ * @returns {Promise<Throughput>}
  */
 export async function claimWriteCost(ctx, kind) {
   const base = `${ctx.url}/v1/ns/${enc(ctx.ns)}/claims/bench-${kind}`;

@@ -15,23 +15,32 @@ import WebSocket from "ws";
 /** Acknowledge after this many events (the server closes at 1,024 unacknowledged). */
 export const ACK_EVERY = 256;
 
+/**
+ * The fields of a watch message the benchmark reads (trusted, not validated).
+ * @typedef {object} WatchMessage
+ * @property {string} type `ready`, `event`, …
+ * @property {string | number} [generation] the scope's generation after the event
+ * @property {boolean} [wantLock] a participant is queued for the write lease
+ */
+
 export class Watcher {
   /**
    * @param {string} url ws:// URL of a watch route
    * @param {string} token bearer token
    */
   constructor(url, token) {
-    /** @type {((msg: any, at: number) => void) | undefined} */
+    /** @type {((msg: WatchMessage, at: number) => void) | undefined} */
     this.onEvent = undefined;
     /** @type {string | undefined} why the socket closed, if it did */
     this.closed = undefined;
     /** Events received since the socket opened (what `ack` counts). */
     this.events = 0;
     this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+    /** @type {Promise<WatchMessage>} resolves on the server's `ready` message */
     this.ready = new Promise((resolve, reject) => {
-      this.ws.on("message", (data) => {
+      this.ws.on("message", (/** @type {Buffer} */ data) => {
         const at = performance.now();
-        const msg = JSON.parse(data.toString());
+        const msg = /** @type {WatchMessage} */ (JSON.parse(data.toString("utf8")));
         if (msg.type === "ready") resolve(msg);
         else if (msg.type === "event") {
           this.onEvent?.(msg, at);

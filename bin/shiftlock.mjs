@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-// The `shiftlock` command. Runs src/cli/main.ts directly: Node 20 cannot strip types by
-// itself, so the TypeScript sources are transpiled on load (src/cli/ts-hooks.mjs).
+/**
+ * The `shiftlock` command (docs/cli.md). Runs src/cli/main.ts directly: Node 20 cannot
+ * strip types by itself, so the TypeScript sources are transpiled on load
+ * (src/cli/ts-hooks.mjs).
+ *
+ * Guarantees: the exit status is `main`'s (0 ok, 1 refused, 2 usage, 3 unreachable); the
+ * first SIGINT/SIGTERM aborts the command (a watch ends, a held lease is released) and a
+ * second one exits 130 at once. Does not type-check the sources it runs.
+ */
 import { register } from "node:module";
 
 register("../src/cli/ts-hooks.mjs", import.meta.url);

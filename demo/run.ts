@@ -5,23 +5,27 @@
  * rejected) and shows how long each claim had no writer.
  *
  * Run: `npm run demo` (uses the server on $SHIFTLOCK_URL or http://127.0.0.1:8787, and
- * starts a private local one like `npm start` when none answers). Options:
- * `--claims N` (default 4), `--url URL`. Token: $SHIFTLOCK_TOKEN or `dev-token`.
- * Exit status 1 when an invariant is violated.
+ * starts a private local one like `npm start` when none answers). Options
+ * (demo/options.ts): `--claims N` (default 4), `--url URL`, `--help`. Token:
+ * $SHIFTLOCK_TOKEN or `dev-token`. Exit status 1 when an invariant is violated, 2 for a
+ * usage mistake.
  */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
-import { GenerationSession, HttpClaimsBackend, type ClaimHandle, type RuntimeEvent } from "../src/client/index.ts";
-import type { WebSocketConstructor } from "../src/client/claims/http-claims-backend.ts";
+import {
+  GenerationSession,
+  HttpClaimsBackend,
+  type ClaimHandle,
+  type RuntimeEvent,
+  type WebSocketConstructor,
+} from "../src/client/index.ts";
+import { parseOrExit } from "../src/cli/options.mjs";
 import { FencedResource } from "./fenced-resource.ts";
+import { DEMO_USAGE, parseDemoArgs } from "./options.ts";
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => {
-  const i = argv.indexOf(`--${name}`);
-  return i === -1 ? undefined : argv[i + 1];
-};
-const N = Number(flag("claims") ?? 4);
+const options = parseOrExit("demo", DEMO_USAGE, () => parseDemoArgs(process.argv.slice(2)));
+const N = options.claims;
 const WORK_EVERY_MS = 5;
 const WRITE_LATENCY_MS = 2;
 
@@ -39,7 +43,7 @@ async function answers(url: string): Promise<boolean> {
 }
 
 async function serverUrl(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const url = flag("url") ?? process.env["SHIFTLOCK_URL"] ?? "http://127.0.0.1:8787";
+  const url = options.url ?? process.env["SHIFTLOCK_URL"] ?? "http://127.0.0.1:8787";
   if (await answers(url)) return { url, stop: async () => {} };
   console.log(`no server answers on ${url}; starting a local one (npm start on a free port)…`);
   const { startServer, removeState } = await import("../test/e2e/server.ts");

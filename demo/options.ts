@@ -1,0 +1,45 @@
+/**
+ * The demo's command line (`npm run demo -- [options]`), parsed with the repository's one
+ * strict rule (src/cli/options.mjs) as a pure function, so tests can check it without
+ * starting the demo.
+ *
+ * Guarantees: a typo'd or unknown option, a missing value or a malformed `--claims` is a
+ * `UsageError` (the demo then exits 2 before connecting anywhere). Does not read the
+ * environment: `$SHIFTLOCK_URL` and `$SHIFTLOCK_TOKEN` are applied by demo/run.ts.
+ */
+import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+
+export const DEMO_USAGE = `usage: npm run demo -- [options]
+
+  --claims N    claims handed from generation A to B (default 4)
+  --url URL     server to use (default $SHIFTLOCK_URL, else http://127.0.0.1:8787; when none
+                answers, a private local server is started like npm start)
+  --help, -h
+
+The token is $SHIFTLOCK_TOKEN, else dev-token.
+`;
+
+export interface DemoOptions {
+  help: boolean;
+  /** How many claims generation A owns and hands to B. */
+  claims: number;
+  /** The server; undefined: $SHIFTLOCK_URL or the default. */
+  url: string | undefined;
+}
+
+/**
+ * @param argv the arguments after `demo/run.ts`
+ * @throws {UsageError}
+ */
+export function parseDemoArgs(argv: readonly string[]): DemoOptions {
+  const { values } = parseOptions(argv, {
+    claims: { type: "string" },
+    url: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  return {
+    help: values.help === true,
+    claims: parseInteger("--claims", values.claims, { min: 1 }) ?? 4,
+    url: values.url,
+  };
+}

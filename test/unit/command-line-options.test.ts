@@ -1,0 +1,234 @@
+// The one command-line rule (src/cli/options.mjs) and every entry that uses it: the
+// `shiftlock` CLI, the benchmark scripts and the demo. A typo'd option is an error
+// everywhere, with a message naming it; the scripts exit 2 before doing anything.
+import { execFile } from "node:child_process";
+import { describe, expect, it, vi } from "vitest";
+import {
+  FSYNC_TRACE_USAGE,
+  parseBenchArgs,
+  parseFsyncTraceArgs,
+  parseMiniflareChildArgs,
+  PHASES,
+} from "../../bench/options.mjs";
+import { parseDemoArgs } from "../../demo/options.ts";
+import { parseCommandLine } from "../../src/cli/args.ts";
+import {
+  parseChoice,
+  parseDecimal,
+  parseInteger,
+  parseOptions,
+  parseOrExit,
+  USAGE_EXIT_STATUS,
+  UsageError,
+} from "../../src/cli/options.mjs";
+
+/** The UsageError message `fn` throws (fails the test if it throws anything else or nothing). */
+function usageError(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    return (err as UsageError).message;
+  }
+  throw new Error("expected a UsageError");
+}
+
+describe("parseOptions (the shared rule)", () => {
+  const table = {
+    "ttl-ms": { type: "string" },
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  } as const;
+
+  it("accepts --name value, --name=value, switches and short aliases", () => {
+    expect(parseOptions(["--ttl-ms", "5", "--json", "-h"], table).values).toEqual({
+      "ttl-ms": "5",
+      json: true,
+      help: true,
+    });
+    expect(parseOptions(["--ttl-ms=-1"], table).values).toEqual({ "ttl-ms": "-1" });
+  });
+
+  it("names the option in every refusal", () => {
+    expect(usageError(() => parseOptions(["--ttl-msx", "5"], table))).toBe("unknown option --ttl-msx");
+    expect(usageError(() => parseOptions(["-x"], table))).toBe("unknown option -x");
+    expect(usageError(() => parseOptions(["--ttl-ms"], table))).toBe("--ttl-ms needs a value");
+    expect(usageError(() => parseOptions(["--json=yes"], table))).toBe("--json takes no value");
+    expect(usageError(() => parseOptions(["--ttl-ms", "-5"], table))).toContain("write --ttl-ms=-5");
+    expect(usageError(() => parseOptions(["extra"], table))).toBe('unexpected argument "extra"');
+  });
+
+  it("allows positionals only when asked, and `--` ends the options", () => {
+    expect(parseOptions(["a", "--", "--json"], table, { allowPositionals: true })).toEqual({
+      values: {},
+      positionals: ["a", "--json"],
+    });
+  });
+
+  it("parses integers, decimals and choices with one message shape", () => {
+    expect(parseInteger("--ttl-ms", undefined)).toBeUndefined();
+    expect(parseInteger("--ttl-ms", "15000", { unit: "milliseconds" })).toBe(15_000);
+    for (const bad of ["1.5", "-1", "1e3", " 1", "", "0x10", "9007199254740993"]) {
+      expect(usageError(() => parseInteger("--ttl-ms", bad))).toMatch(/^--ttl-ms must be an integer ≥ 0/);
+    }
+    expect(usageError(() => parseInteger("--count", "0", { min: 1 }))).toBe('--count must be an integer ≥ 1, got "0"');
+    expect(usageError(() => parseInteger("--ttl-ms", "x", { unit: "milliseconds" }))).toBe(
+      '--ttl-ms must be an integer ≥ 0 (milliseconds), got "x"',
+    );
+    expect(parseDecimal("--duration", "0.5")).toBe(0.5);
+    expect(usageError(() => parseDecimal("--duration", "5s"))).toMatch(/^--duration must be a number/);
+    expect(parseChoice("--server", "miniflare", ["wrangler-dev", "miniflare"])).toBe("miniflare");
+    expect(usageError(() => parseChoice("--server", "wrangler", ["wrangler-dev", "miniflare"]))).toBe(
+      '--server must be one of wrangler-dev, miniflare, got "wrangler"',
+    );
+  });
+
+  it("parseOrExit prints the mistake and the usage and exits 2, or the usage and exits 0 for --help", () => {
+    const written: string[] = [];
+    // Stand-ins that record instead of leaving the test process.
+    const exit = vi.spyOn(process, "exit").mockImplementation((code) => {
+      throw new Error(`exit ${String(code)}`);
+    });
+    const record = (text: string | Uint8Array): boolean => written.push(String(text)) > 0;
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(record);
+    const stdout = vi.spyOn(process.stdout, "write").mockImplementation(record);
+    try {
+      const run = (argv: string[]) => () =>
+        parseOrExit("fsync-trace", FSYNC_TRACE_USAGE, () => parseFsyncTraceArgs(argv));
+      expect(run(["--cout=5"])).toThrow(`exit ${USAGE_EXIT_STATUS}`);
+      expect(run(["--help"])).toThrow("exit 0");
+      expect(run(["--count=5"])()).toEqual({ help: false, server: "miniflare", count: 5 });
+    } finally {
+      exit.mockRestore();
+      stderr.mockRestore();
+      stdout.mockRestore();
+    }
+    expect(written[0]).toMatch(/^fsync-trace: unknown option --cout\n\nusage: node bench\/fsync-trace.mjs/);
+    expect(written[1]).toBe(FSYNC_TRACE_USAGE);
+  });
+});
+
+describe("shiftlock CLI options", () => {
+  it("rejects a typo'd option before any command runs", () => {
+    expect(usageError(() => parseCommandLine(["claims", "acquire", "c", "--generaton", "g"]))).toBe(
+      "unknown option --generaton",
+    );
+    expect(usageError(() => parseCommandLine(["claims", "get", "c", "--json=1"]))).toBe("--json takes no value");
+  });
+
+  it("keeps every documented form: --flag value, --flag=value, -h, -- for odd names", () => {
+    const parsed = parseCommandLine([
+      "claims",
+      "acquire",
+      "c",
+      "--generation=g",
+      "--ttl-ms",
+      "500",
+      "--allow-empty-only",
+    ]);
+    expect(parsed).toEqual({
+      words: ["claims", "acquire", "c"],
+      values: { generation: "g", "ttl-ms": "500", "allow-empty-only": true },
+    });
+    expect(parseCommandLine(["-h"]).values.help).toBe(true);
+    expect(parseCommandLine(["claims", "get", "--", "-odd"]).words).toEqual(["claims", "get", "-odd"]);
+  });
+});
+
+describe("bench options", () => {
+  it("defaults to the whole run against npm start", () => {
+    expect(parseBenchArgs([])).toEqual({
+      help: false,
+      durationMs: 10_000,
+      phases: new Set(PHASES),
+      maxWatchers: 1000,
+      server: "wrangler-dev",
+      tag: "latest",
+      writeDoc: false,
+    });
+  });
+
+  it("keeps every documented command line", () => {
+    const subset = parseBenchArgs(["--phases=claims,coord", "--duration=5", "--max-watchers=100"]);
+    expect(subset).toMatchObject({ durationMs: 5_000, phases: new Set(["claims", "coord"]), maxWatchers: 100 });
+    expect(parseBenchArgs(["--server=miniflare", "--write-doc"])).toMatchObject({
+      server: "miniflare",
+      tag: "miniflare",
+      writeDoc: true,
+    });
+    expect(parseBenchArgs(["--tag=tmpfs", "--duration", "0.5"])).toMatchObject({ tag: "tmpfs", durationMs: 500 });
+  });
+
+  it("rejects typos, unknown phases and servers, and malformed numbers", () => {
+    expect(usageError(() => parseBenchArgs(["--duraton=5"]))).toBe("unknown option --duraton");
+    expect(usageError(() => parseBenchArgs(["--write-doc=true"]))).toBe("--write-doc takes no value");
+    expect(usageError(() => parseBenchArgs(["--phases=claims,cord"]))).toMatch(/^--phases must be one of healthz,/);
+    expect(usageError(() => parseBenchArgs(["--server=wrangler"]))).toMatch(/^--server must be one of/);
+    expect(usageError(() => parseBenchArgs(["--duration=ten"]))).toMatch(/^--duration must be a number/);
+    expect(usageError(() => parseBenchArgs(["--max-watchers=1k"]))).toMatch(/^--max-watchers must be an integer/);
+    expect(usageError(() => parseBenchArgs(["--tag=../x"]))).toMatch(/^--tag must be/);
+    expect(usageError(() => parseBenchArgs(["claims"]))).toBe('unexpected argument "claims"');
+  });
+
+  it("fsync-trace and the miniflare child use the same rule", () => {
+    expect(parseFsyncTraceArgs([])).toEqual({ help: false, server: "miniflare", count: 100 });
+    expect(parseFsyncTraceArgs(["--server=wrangler-dev", "--count=5"])).toMatchObject({
+      server: "wrangler-dev",
+      count: 5,
+    });
+    expect(usageError(() => parseFsyncTraceArgs(["--count=0"]))).toMatch(/^--count must be an integer ≥ 1/);
+    expect(usageError(() => parseFsyncTraceArgs(["--sever=miniflare"]))).toBe("unknown option --sever");
+    expect(parseMiniflareChildArgs(["dist", "state", "8799"])).toEqual({
+      help: false,
+      bundleDir: "dist",
+      stateDir: "state",
+      port: 8799,
+    });
+    expect(usageError(() => parseMiniflareChildArgs(["dist", "state"]))).toMatch(/needs <bundleDir>/);
+    expect(usageError(() => parseMiniflareChildArgs(["dist", "state", "99999"]))).toMatch(/^<port> must be/);
+  });
+});
+
+describe("demo options", () => {
+  it("defaults to 4 claims and the usual server", () => {
+    expect(parseDemoArgs([])).toEqual({ help: false, claims: 4, url: undefined });
+    expect(parseDemoArgs(["--claims", "8", "--url=http://127.0.0.1:8799"])).toEqual({
+      help: false,
+      claims: 8,
+      url: "http://127.0.0.1:8799",
+    });
+  });
+
+  it("rejects a typo'd option and a malformed count", () => {
+    expect(usageError(() => parseDemoArgs(["--claim", "8"]))).toBe("unknown option --claim");
+    expect(usageError(() => parseDemoArgs(["--claims", "0"]))).toMatch(/^--claims must be an integer ≥ 1/);
+    expect(usageError(() => parseDemoArgs(["--claims"]))).toBe("--claims needs a value");
+  });
+});
+
+/** Run a script with plain node and return its exit status and stderr. */
+function node(args: string[]): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, args, { timeout: 30_000 }, (err, _stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stderr });
+    });
+  });
+}
+
+// The entries wire the parse in before doing anything: a typo exits 2 at once (no server
+// is started, nothing is measured).
+describe("entry points exit 2 on a typo before starting", { timeout: 60_000 }, () => {
+  it.each([
+    ["bench/run.mjs", ["bench/run.mjs", "--duraton=5"], "bench: unknown option --duraton"],
+    ["bench/fsync-trace.mjs", ["bench/fsync-trace.mjs", "--cout=5"], "fsync-trace: unknown option --cout"],
+    [
+      "demo/run.ts",
+      ["--import", "./src/cli/register-ts.mjs", "demo/run.ts", "--claim", "3"],
+      "demo: unknown option --claim",
+    ],
+  ])("%s", async (_name, args, message) => {
+    const res = await node(args);
+    expect(res.code).toBe(USAGE_EXIT_STATUS);
+    expect(res.stderr).toContain(message);
+  });
+});
