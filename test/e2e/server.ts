@@ -11,6 +11,8 @@ import { join } from "node:path";
 export interface RunningServer {
   url: string;
   stateDir: string;
+  /** Process group of everything the server started (the front and workerd). */
+  pgid: number;
   stop(): Promise<void>;
 }
 
@@ -65,14 +67,32 @@ export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlo
   return {
     url,
     stateDir,
+    pgid: child.pid ?? 0,
+    /** SIGTERM to the group; resolves once every process of it is gone (state files closed). */
     async stop() {
-      if (child.exitCode === null && child.pid !== undefined) {
+      if (child.pid === undefined) return;
+      if (child.exitCode === null) {
         const exited = new Promise((r) => child.once("exit", r));
         process.kill(-child.pid, "SIGTERM");
         await exited;
       }
+      const gone = Date.now() + 10_000;
+      while (groupAlive(child.pid)) {
+        if (Date.now() > gone) throw new Error(`process group ${child.pid} still alive 10 s after SIGTERM`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
     },
   };
+}
+
+/** True while any process of group `pgid` exists. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function removeState(dir: string): void {
