@@ -12,6 +12,9 @@ export const TEST_AUTH_TOKENS = JSON.stringify([
   { token: "test-write-alpha", role: "write", namespaces: ["alpha"] },
 ]);
 
+/** Origins the worker tests' CORS configuration allows (a list, as a deployment would set it). */
+export const TEST_CORS_ORIGINS = "https://app.example, https://ops.example";
+
 export default defineConfig({
   test: {
     projects: [
@@ -26,7 +29,7 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { AUTH_TOKENS: TEST_AUTH_TOKENS } },
+            miniflare: { bindings: { AUTH_TOKENS: TEST_AUTH_TOKENS, CORS_ORIGINS: TEST_CORS_ORIGINS } },
           }),
         ],
         test: { name: "worker", include: ["test/worker/**/*.test.ts"] },

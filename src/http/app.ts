@@ -18,6 +18,7 @@ import { health, openApi } from "../protocol/routes.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate, authorize, presentedToken, withEchoedSubprotocol } from "./auth.ts";
 import { mountClaimRoutes } from "./claims.ts";
+import { cors } from "./cors.ts";
 import { mountCoordRoutes } from "./coord.ts";
 import { mountGenerationRoutes } from "./generations.ts";
 import { errorAnswer, mount, send } from "./mount.ts";
@@ -51,6 +52,9 @@ function safeDecode(segment: string): string {
 mount(app, health, () => ({ status: 200, body: { ok: true } }));
 mount(app, openApi, () => ({ status: 200, body: openApiDocument() }));
 
+// CORS outermost, so preflights skip authentication and every answer, errors included,
+// carries the headers (SPEC §6).
+app.use("/v1/*", cors);
 // Authentication first, for every /v1 path, known route or not.
 app.use("/v1/*", async (c, next) => {
   const presented = presentedToken(c.req.raw.headers);

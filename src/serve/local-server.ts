@@ -15,6 +15,7 @@
  *   pending alarms survive a restart (overdue ones run after it).
  * - `AUTH_TOKENS` is the dev-only list ({@link DEV_AUTH_TOKENS}: `dev-token`, write, every
  *   namespace); a deployment never has it (wrangler.toml does not, see docs/auth.md).
+ *   `CORS_ORIGINS` is `*`, so a page on any local origin can call it (SPEC §6).
  * - `close()` stops the front, then workerd; nothing keeps running.
  *
  * Does not: bundle the Worker (the caller passes `wrangler deploy --dry-run` output) or
@@ -60,7 +61,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     modules: true,
     scriptPath: join(bundleDir, "index.js"),
     modulesRoot: bundleDir,
-    bindings: { ...workerOptions.bindings, AUTH_TOKENS: DEV_AUTH_TOKENS, ...options.bindings },
+    bindings: { ...workerOptions.bindings, AUTH_TOKENS: DEV_AUTH_TOKENS, CORS_ORIGINS: "*", ...options.bindings },
     defaultPersistRoot: join(resolve(options.persistTo), "v3"),
     durableObjectsPersist: true,
     // Miniflare's own entry listens on a spare port; clients come through the front.
