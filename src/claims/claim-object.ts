@@ -17,7 +17,6 @@
  *
  * Does not: validate request shapes or authenticate (the router does, before calling).
  */
-import { DurableObject } from "cloudflare:workers";
 import type {
   AbortBody,
   AcquireBody,
@@ -27,21 +26,17 @@ import type {
   ReleaseBody,
   RenewBody,
 } from "../protocol/claims.ts";
-import { systemClock } from "../core/clock.ts";
-import type { Clock } from "../core/clock.ts";
 import { parseCounter } from "../protocol/counter.ts";
-import { ShiftlockError, errorEnvelope } from "../protocol/errors.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
 import { armAlarm } from "./alarm.ts";
-import { AlarmSchedule } from "../durable/alarm-schedule.ts";
 import { decideClaim } from "../core/claim-machine.ts";
 import type { ClaimCommand, ClaimStep } from "../core/claim-machine.ts";
 import { isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
 import { claimResultToResponse } from "../core/claim-response.ts";
 import type { WireResponse } from "../core/claim-response.ts";
+import { WatchedObject } from "../durable/object-base.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
-import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers, upgradeResponse } from "../durable/websocket.ts";
-import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** A validated mutation as the router hands it over. */
 export type ClaimRequest =
@@ -83,28 +78,26 @@ export function toCommand(request: ClaimRequest): ClaimCommand {
 }
 
 /** Internal query parameters of the watch upgrade the router forwards. */
-export const WATCH_PARAMS = { name: "name", afterVersion: "afterVersion", subprotocol: "subprotocol" } as const;
+export const WATCH_PARAMS = { name: "name", afterVersion: "afterVersion" } as const;
 
-export class ClaimObject extends DurableObject<Env> {
+/** The watch parameters, or undefined when the router sent a malformed upgrade URL. */
+function watchParams(url: URL): { name: string; afterVersion: bigint | undefined } | undefined {
+  const name = url.searchParams.get(WATCH_PARAMS.name) ?? "";
+  const after = url.searchParams.get(WATCH_PARAMS.afterVersion);
+  const afterVersion = after === null ? undefined : parseCounter(after);
+  if (name === "" || (after !== null && afterVersion === undefined)) return undefined;
+  return { name, afterVersion };
+}
+
+export class ClaimObject extends WatchedObject {
   private readonly store: ClaimStore;
-  private readonly watchers: ClaimWatchers;
-  private readonly alarms: AlarmSchedule;
-  /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
-  clock: Clock = systemClock;
-  /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
-  maxWatchers: number;
+  protected override readonly watchers: ClaimWatchers;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new ClaimStore(ctx.storage);
-    this.alarms = new AlarmSchedule(ctx.storage);
     this.watchers = new ClaimWatchers(ctx, this.store);
-    this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
-    void ctx.blockConcurrencyWhile(async () => {
-      this.store.open();
-      await this.alarms.load();
-    });
+    this.startUp(() => this.store.open());
   }
 
   /** Apply one claim mutation. */
@@ -134,23 +127,14 @@ export class ClaimObject extends DurableObject<Env> {
   }
 
   /** WebSocket upgrades for watch (the router has authenticated and validated). */
-  override async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const name = url.searchParams.get(WATCH_PARAMS.name) ?? "";
-    const after = url.searchParams.get(WATCH_PARAMS.afterVersion);
-    const afterVersion = after === null ? undefined : parseCounter(after);
-    const badAfter = after !== null && afterVersion === undefined;
-    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || name === "" || badAfter) {
-      return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
-    }
-    if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers("claim");
-    // Expiry first (published to existing watchers), then register + replay: all synchronous.
-    const step = this.touch(name);
-    this.watchers.publish(step.events);
-    const pair = new WebSocketPair();
-    this.watchers.register(pair[1], step.next, afterVersion);
-    await this.afterCommit(step, false);
-    return upgradeResponse(pair[0], url.searchParams.get(WATCH_PARAMS.subprotocol));
+  override fetch(request: Request): Promise<Response> {
+    return this.upgrade(request, watchParams(new URL(request.url)), "claim", async ({ name, afterVersion }, server) => {
+      // Expiry first (published to existing watchers), then register + replay: all synchronous.
+      const step = this.touch(name);
+      this.watchers.publish(step.events);
+      this.watchers.register(server, step.next, afterVersion);
+      await this.afterCommit(step, false);
+    });
   }
 
   /** Expiry at the deadline, with nobody touching the claim. Idempotent. */
@@ -164,19 +148,6 @@ export class ClaimObject extends DurableObject<Env> {
     const armed = armAlarm(this.alarms, step.next);
     this.watchers.publish(step.events);
     await armed;
-  }
-
-  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
-    this.watchers.message(ws, message);
-  }
-
-  override webSocketClose(ws: WebSocket, _code: number, _reason: string, _wasClean: boolean): void {
-    // Complete the closing handshake; 1005/1006 cannot be sent back, so answer 1000.
-    closeQuietly(ws, 1000, "closed");
-  }
-
-  override webSocketError(ws: WebSocket, _error: unknown): void {
-    closeQuietly(ws, 1000, "error");
   }
 
   /** Load, checking that the object is addressed under the claim's own name. */

@@ -16,10 +16,10 @@
  *   remembers the highest pruned version so a watcher can tell whether history reaches it.
  * - Operation records are pruned only when both retention bounds of operations.ts are
  *   exceeded (≥ 1,000 newer records and older than one hour).
- * - The schema is versioned: {@link MIGRATIONS} run in order, once, at construction for an
- *   object that has data, or just before the first write for a new one, so reading a claim
- *   that was never created leaves its object's storage empty. A schema newer than the code
- *   is refused (`internal`) rather than misread.
+ * - The schema follows the one migration rule of durable/migrations.ts ({@link CLAIM_SCHEMA}
+ *   is lazy): migrated at start-up when the object has data, or inside the first write's
+ *   transaction, so reading a claim that was never created leaves its storage empty; a
+ *   schema newer than the code is refused (`internal`) rather than misread.
  *
  * Does not: decide anything (machine.ts does), arm alarms or talk to sockets.
  */
@@ -30,39 +30,44 @@ import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
 import type { WireResponse } from "../core/claim-response.ts";
+import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 
 /** Events kept for `afterVersion` replay (SPEC: at least the last 256). */
 export const EVENT_RETENTION = 256;
 
-/** Ordered schema migrations; index + 1 is the schema version they produce. */
-export const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-   CREATE TABLE IF NOT EXISTS claim (
-     id INTEGER PRIMARY KEY CHECK (id = 1),
-     name TEXT NOT NULL,
-     owner_generation TEXT NOT NULL,
-     fencing_token TEXT NOT NULL,
-     phase TEXT NOT NULL,
-     acquired_at_ms INTEGER NOT NULL,
-     expires_at_ms INTEGER NOT NULL,
-     previous_owner TEXT NOT NULL,
-     pending_successor TEXT NOT NULL,
-     drain_status TEXT NOT NULL,
-     transfer_status TEXT NOT NULL,
-     last_heartbeat_ms INTEGER NOT NULL,
-     reason TEXT NOT NULL,
-     version TEXT NOT NULL
-   );
-   CREATE TABLE IF NOT EXISTS events (version TEXT PRIMARY KEY, message TEXT NOT NULL) WITHOUT ROWID;
-   CREATE TABLE IF NOT EXISTS operations (
-     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-     operation_id TEXT NOT NULL UNIQUE,
-     fingerprint TEXT NOT NULL,
-     status INTEGER NOT NULL,
-     body TEXT NOT NULL,
-     at_ms INTEGER NOT NULL
-   );`,
-];
+/** The claim store's schema: ordered migrations, no tables until the first write. */
+export const CLAIM_SCHEMA: StoreSchema = {
+  name: "claim",
+  lazy: true,
+  migrations: [
+    `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE IF NOT EXISTS claim (
+       id INTEGER PRIMARY KEY CHECK (id = 1),
+       name TEXT NOT NULL,
+       owner_generation TEXT NOT NULL,
+       fencing_token TEXT NOT NULL,
+       phase TEXT NOT NULL,
+       acquired_at_ms INTEGER NOT NULL,
+       expires_at_ms INTEGER NOT NULL,
+       previous_owner TEXT NOT NULL,
+       pending_successor TEXT NOT NULL,
+       drain_status TEXT NOT NULL,
+       transfer_status TEXT NOT NULL,
+       last_heartbeat_ms INTEGER NOT NULL,
+       reason TEXT NOT NULL,
+       version TEXT NOT NULL
+     );
+     CREATE TABLE IF NOT EXISTS events (version TEXT PRIMARY KEY, message TEXT NOT NULL) WITHOUT ROWID;
+     CREATE TABLE IF NOT EXISTS operations (
+       seq INTEGER PRIMARY KEY AUTOINCREMENT,
+       operation_id TEXT NOT NULL UNIQUE,
+       fingerprint TEXT NOT NULL,
+       status INTEGER NOT NULL,
+       body TEXT NOT NULL,
+       at_ms INTEGER NOT NULL
+     );`,
+  ],
+};
 
 /** The JSON text of a watch event message, as stored and as sent. */
 export function eventMessage(event: ClaimEvent): string {
@@ -90,40 +95,14 @@ type ClaimRow = {
 /** Replay answer for `afterVersion`: retained event messages, or `truncated`. */
 export type History = { kind: "events"; messages: string[] } | { kind: "truncated" };
 
-export class ClaimStore {
+export class ClaimStore extends MigratedStore {
+  constructor(storage: DurableObjectStorage) {
+    super(storage, CLAIM_SCHEMA);
+  }
+
   /** False until the schema exists: an object only ever read stays empty (SPEC: reading never creates). */
-  private ready = false;
-
-  constructor(private readonly storage: DurableObjectStorage) {}
-
-  private get sql(): SqlStorage {
-    return this.storage.sql;
-  }
-
-  /**
-   * Upgrade an existing schema; leave a brand-new object without any table until its first
-   * write. Call under `blockConcurrencyWhile`.
-   */
-  open(): void {
-    const existing = this.sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
-      .toArray();
-    if (existing.length > 0) this.migrate();
-  }
-
-  /** Bring the schema up to date. Idempotent. */
-  migrate(): void {
-    this.storage.transactionSync(() => {
-      this.sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      const current = Number(this.meta("schema_version") ?? "0");
-      if (current > MIGRATIONS.length) {
-        // Written by a newer deployment: refuse rather than misread it.
-        throw new ShiftlockError("internal", `claim schema ${current} is newer than this code (${MIGRATIONS.length})`);
-      }
-      for (let v = current; v < MIGRATIONS.length; v++) this.sql.exec(MIGRATIONS[v]!);
-      if (current !== MIGRATIONS.length) this.setMeta("schema_version", String(MIGRATIONS.length));
-    });
-    this.ready = true;
+  private get ready(): boolean {
+    return this.schema.ready;
   }
 
   private meta(key: string): string | undefined {
@@ -181,8 +160,8 @@ export class ClaimStore {
    */
   commit(previous: ClaimRecord | undefined, step: ClaimStep, operation: OperationRecord | undefined): void {
     if (!step.changed && step.events.length === 0 && operation === undefined) return;
-    if (!this.ready) this.migrate();
     this.storage.transactionSync(() => {
+      this.schema.ensure();
       if (step.changed && step.next !== undefined) this.writeRecord(previous, step.next, step.tokenAdvanced);
       for (const event of step.events) this.appendEvent(event);
       if (step.events.length > 0) this.pruneEvents();

@@ -5,8 +5,8 @@
  * Guarantees:
  * - Every method is the five steps: load (cached in memory after the first call; this
  *   instance is the only writer) → decide with the pure machine at the object's clock →
- *   save in one synchronous transaction → publish events and answer waiters → re-arm the
- *   alarm. Nothing awaits between decide and save.
+ *   save in one synchronous transaction → re-arm the alarm → publish events and answer
+ *   waiters, all before the first await; the alarm write is awaited last.
  * - Waiting acquires are held open here: the RPC's promise settles exactly once, with the
  *   grant, or with `lease_held` when `waitMs` passes (the alarm fires at the deadline) or
  *   when the router reports that the caller went away ({@link ScopeObject.cancelWait}). A
@@ -17,33 +17,35 @@
  * Does not: validate request shapes (the router does, from `protocol/coord.ts`) or survive
  * a restart with waiters: queued requests fail with the instance and the queue starts empty.
  */
-import { DurableObject } from "cloudflare:workers";
 import { type ScopeId, type PublishBody, isKeyedScope } from "../protocol/coord.ts";
-import { type Clock, systemClock } from "../core/clock.ts";
 import { parseCounter } from "../protocol/counter.ts";
-import { errorEnvelope } from "../protocol/errors.ts";
-import { leaseToWire } from "../protocol/coord.ts";
-import { type ScopeCommand, type ScopeState, type ScopeStep, decideScope, nextDeadlineMs } from "../core/scope-machine.ts";
+import {
+  type ScopeCommand,
+  type ScopeState,
+  type ScopeStep,
+  decideScope,
+  nextDeadlineMs,
+} from "../core/scope-machine.ts";
 import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
+import { WatchedObject } from "../durable/object-base.ts";
 import { ScopeStore } from "./store.ts";
 import { PendingWaiters } from "./waiters.ts";
 import { ScopeWatchers } from "./watch.ts";
-import { AlarmSchedule } from "../durable/alarm-schedule.ts";
-import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers, upgradeResponse } from "../durable/websocket.ts";
-import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 
 /** Internal query parameters of the watch upgrade the router forwards. */
-export const SCOPE_WATCH_PARAMS = {
-  scope: "scope",
-  afterGeneration: "afterGeneration",
-  subprotocol: "subprotocol",
-} as const;
+export const SCOPE_WATCH_PARAMS = { scope: "scope", afterGeneration: "afterGeneration" } as const;
 
 /** Cancelled waiter ids remembered, so a cancel that overtakes its acquire still wins. */
 const CANCELLED_REMEMBERED = 1024;
 
 /** Queued acquires one scope holds open at most; beyond it a waiting acquire is 429. */
 export const MAX_WAITERS_PER_SCOPE = 10_000;
+
+/** A step decided, saved and published, with its alarm write (step 4) still to await. */
+interface Decided {
+  step: ScopeStep;
+  armed: Promise<void>;
+}
 
 /** The acquire request as the router hands it over (validated, defaults applied). */
 export interface AcquireRequest {
@@ -54,34 +56,23 @@ export interface AcquireRequest {
   waiterId: string;
 }
 
-export class ScopeObject extends DurableObject<Env> {
+export class ScopeObject extends WatchedObject {
   private readonly store: ScopeStore;
   /** The scope's watch sockets (public so tests can tighten the lag bound). */
-  readonly watchers: ScopeWatchers;
+  override readonly watchers: ScopeWatchers;
   private readonly waiters = new PendingWaiters();
   /** Recently cancelled waiter ids, oldest first (bounded; this instance only). */
   private readonly cancelled = new Set<string>();
   /** The scope's state, including the in-memory waiter queue; loaded on first use. */
   private state: ScopeState | undefined;
-  private readonly alarms: AlarmSchedule;
-  /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
-  clock: Clock = systemClock;
-  /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
-  maxWatchers: number;
   /** Queue bound (replaceable in tests via runInDurableObject). */
   maxWaiters = MAX_WAITERS_PER_SCOPE;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new ScopeStore(ctx.storage);
-    this.alarms = new AlarmSchedule(ctx.storage);
-    this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
     this.watchers = new ScopeWatchers(ctx, this.store);
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
-    void ctx.blockConcurrencyWhile(async () => {
-      this.store.migrate();
-      await this.alarms.load();
-    });
+    this.startUp(() => this.store.open());
   }
 
   /** Acquires queued in this instance (diagnostics and tests). */
@@ -113,7 +104,7 @@ export class ScopeObject extends DurableObject<Env> {
         refusal: { code: "rate_limited", message: "too many waiters on this scope", details: { retryAfterMs: 1000 } },
       });
     }
-    const step = this.decide(scope, {
+    const { step, armed } = this.decide(scope, {
       kind: "acquire",
       participantId: request.participantId,
       ttlMs: request.ttlMs,
@@ -124,10 +115,10 @@ export class ScopeObject extends DurableObject<Env> {
     if (step.result.ok && step.result.kind === "queued") {
       // Registered synchronously with the decision, before anything can grant it.
       const answer = this.waiters.wait(request.waiterId);
-      await this.armAlarm();
+      await armed;
       return answer;
     }
-    await this.armAlarm();
+    await armed;
     return scopeResultToResponse(step.result);
   }
 
@@ -136,8 +127,7 @@ export class ScopeObject extends DurableObject<Env> {
    * no longer receive. Idempotent; always 204.
    */
   async cancelWait(scope: ScopeId, waiterId: string): Promise<WireResponse> {
-    this.cancelWaitNow(scope, waiterId);
-    await this.armAlarm();
+    await this.cancelWaitNow(scope, waiterId);
     return { status: 204, body: null };
   }
 
@@ -166,34 +156,26 @@ export class ScopeObject extends DurableObject<Env> {
    * (or its undelivered grant given back), and an acquire arriving later with it is refused.
    */
   async release(scope: ScopeId, id: string): Promise<WireResponse> {
-    const step = this.decide(scope, { kind: "release", leaseId: id });
-    if (step.result.ok && step.result.kind === "released" && !step.result.released) this.cancelWaitNow(scope, id);
-    await this.armAlarm();
+    const { step, armed } = this.decide(scope, { kind: "release", leaseId: id });
+    const notHeld = step.result.ok && step.result.kind === "released" && !step.result.released;
+    await Promise.all([armed, notHeld ? this.cancelWaitNow(scope, id) : undefined]);
     return { status: 204, body: null };
   }
 
   /** WebSocket upgrade for watch (the router authenticated, validated and refused keyed scopes). */
-  override async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const scope = parseScope(url.searchParams.get(SCOPE_WATCH_PARAMS.scope));
-    const after = url.searchParams.get(SCOPE_WATCH_PARAMS.afterGeneration);
-    const afterGeneration = after === null ? undefined : parseCounter(after);
-    if (
-      request.headers.get("Upgrade")?.toLowerCase() !== "websocket" ||
-      scope === undefined ||
-      isKeyedScope(scope) ||
-      (after !== null && afterGeneration === undefined)
-    ) {
-      return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
-    }
-    if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers("scope");
-    // Tick first (its events reach existing watchers), then register + ready + replay:
-    // all synchronous, so nothing can slip between them.
-    const step = this.decide(scope, { kind: "expire" });
-    const pair = new WebSocketPair();
-    this.watchers.register(pair[1], step.next, afterGeneration);
-    await this.armAlarm();
-    return upgradeResponse(pair[0], url.searchParams.get(SCOPE_WATCH_PARAMS.subprotocol));
+  override fetch(request: Request): Promise<Response> {
+    return this.upgrade(
+      request,
+      watchParams(new URL(request.url)),
+      "scope",
+      async ({ scope, afterGeneration }, server) => {
+        // Tick first (its events reach existing watchers), then register + ready + replay:
+        // all synchronous, so nothing can slip between them.
+        const { step, armed } = this.decide(scope, { kind: "expire" });
+        this.watchers.register(server, step.next, afterGeneration);
+        await armed;
+      },
+    );
   }
 
   /** Lease expiry and waiter deadlines with nobody touching the scope. Idempotent. */
@@ -201,26 +183,16 @@ export class ScopeObject extends DurableObject<Env> {
     this.alarms.fired();
     const scope = this.state?.scope ?? this.store.storedScope();
     if (scope === undefined) return;
-    this.decide(scope, { kind: "expire" });
-    await this.armAlarm();
+    // Early, late or repeated runs all end here: re-arm for what the state says now.
+    await this.decide(scope, { kind: "expire" }).armed;
   }
 
-  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
-    this.watchers.message(ws, message);
-  }
-
-  override webSocketClose(ws: WebSocket, _code: number, _reason: string, _wasClean: boolean): void {
-    // Complete the closing handshake; 1005/1006 cannot be sent back, so answer 1000.
-    closeQuietly(ws, 1000, "closed");
-  }
-
-  override webSocketError(ws: WebSocket, _error: unknown): void {
-    closeQuietly(ws, 1000, "error");
-  }
-
-  /** Leave the queue (or give back an undelivered grant), answer the waiter, remember the id. */
-  private cancelWaitNow(scope: ScopeId, waiterId: string): void {
-    this.decide(scope, { kind: "cancelWait", waiterId });
+  /**
+   * Leave the queue (or give back an undelivered grant), answer the waiter, remember the id.
+   * Returns the alarm write to await.
+   */
+  private cancelWaitNow(scope: ScopeId, waiterId: string): Promise<void> {
+    const { armed } = this.decide(scope, { kind: "cancelWait", waiterId });
     this.waiters.settle(waiterId, leaseHeldResponse("wait cancelled"));
     // A cancel can overtake its own acquire (the client gave up at once): refuse it on arrival.
     this.cancelled.delete(waiterId);
@@ -229,42 +201,50 @@ export class ScopeObject extends DurableObject<Env> {
       const oldest = this.cancelled.values().next();
       if (oldest.done !== true) this.cancelled.delete(oldest.value);
     }
+    return armed;
   }
 
   /** Decide, then re-arm, for commands answered at once. */
   private async simple(scope: ScopeId, command: ScopeCommand): Promise<WireResponse> {
-    const step = this.decide(scope, command);
-    await this.armAlarm();
+    const { step, armed } = this.decide(scope, command);
+    await armed;
     return scopeResultToResponse(step.result);
   }
 
-  /** Steps 1–4, synchronously: load, decide, save, publish and answer waiters. */
-  private decide(scope: ScopeId, command: ScopeCommand): ScopeStep {
+  /**
+   * The five steps, synchronously: load, decide, save, re-arm (the alarm write is issued
+   * here, no later than the earliest deadline, only ever moved earlier), then publish and
+   * answer waiters. The caller awaits `armed` afterwards.
+   */
+  private decide(scope: ScopeId, command: ScopeCommand): Decided {
     const current = this.state ?? this.store.load(scope);
     if (this.state === undefined) this.state = current;
     const step = decideScope(current, command, this.clock.nowMs());
-    this.store.save(step);
+    this.store.save(current, step);
     this.state = step.next;
+    const armed = [this.alarms.ensure(nextDeadlineMs(step.next))];
     this.watchers.publish(step.events);
     const orphans: string[] = [];
     for (const { waiterId, lease } of step.granted) {
-      if (!this.waiters.settle(waiterId, { status: 201, body: { lease: leaseToWire(lease) } })) orphans.push(waiterId);
+      if (!this.waiters.settle(waiterId, scopeResultToResponse({ ok: true, kind: "granted", lease })))
+        orphans.push(waiterId);
     }
     for (const waiterId of step.timedOut)
       this.waiters.settle(waiterId, leaseHeldResponse("write lease is held (waitMs passed)"));
     // A grant nobody is waiting for any more (cannot happen while requests and queue live
     // and die together, but never strand the scope on it): give it back at once.
-    for (const waiterId of orphans) this.decide(scope, { kind: "cancelWait", waiterId });
-    return step;
+    for (const waiterId of orphans) armed.push(this.decide(scope, { kind: "cancelWait", waiterId }).armed);
+    return { step, armed: Promise.all(armed).then(() => undefined) };
   }
+}
 
-  /**
-   * Step 5: an alarm no later than the earliest deadline (lease expiry, waiter deadlines).
-   * Only ever moved earlier; an early alarm finds nothing due and re-arms (AlarmSchedule).
-   */
-  private armAlarm(): Promise<void> {
-    return this.alarms.ensure(this.state === undefined ? undefined : nextDeadlineMs(this.state));
-  }
+/** The watch parameters, or undefined when the router sent a malformed upgrade URL. */
+function watchParams(url: URL): { scope: ScopeId; afterGeneration: bigint | undefined } | undefined {
+  const scope = parseScope(url.searchParams.get(SCOPE_WATCH_PARAMS.scope));
+  const after = url.searchParams.get(SCOPE_WATCH_PARAMS.afterGeneration);
+  const afterGeneration = after === null ? undefined : parseCounter(after);
+  if (scope === undefined || isKeyedScope(scope) || (after !== null && afterGeneration === undefined)) return undefined;
+  return { scope, afterGeneration };
 }
 
 function parseScope(text: string | null): ScopeId | undefined {

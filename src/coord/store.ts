@@ -7,8 +7,16 @@
  *   the epoch (the write lease's fencing token) and the generation never go back across
  *   restarts, evictions or deploys. Counters are stored as decimal text (they exceed
  *   SQLite's signed 64-bit integers).
+ * - The epoch moves only through a guarded `UPDATE … SET epoch = ? WHERE id = 1 AND epoch = ?`
+ *   with a row-count check, +1 per grant the decision made (a step can grant twice: an
+ *   expired lease passed on, then a grant whose caller left passed on again). Every other
+ *   field is written only where the stored epoch and generation are still the ones the
+ *   decision started from. Anything else aborts the transaction: `internal`, a bug, never a
+ *   silently reused or lowered token.
  * - Every save is one `transactionSync`: state row, publish history and its trimming commit
  *   together or not at all.
+ * - The schema follows the one migration rule of durable/migrations.ts ({@link SCOPE_SCHEMA},
+ *   created at start-up; a newer schema is refused).
  * - The last {@link HISTORY_RETAINED} publishes are retained (with the generation each one
  *   started from) so a watch can tell whether history reaches back to its `afterGeneration`.
  *
@@ -20,10 +28,14 @@ import { HISTORY_RETAINED, type CoordEvent, type EventWire, type ScopeId, eventT
 import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "../core/scope-machine.ts";
+import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
 
-/** Ordered schema migrations; index + 1 is the schema version they bring the store to. */
-const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE scope_state (
+/** The scope store's schema (created at start-up, not lazily: the scope object always had it). */
+export const SCOPE_SCHEMA: StoreSchema = {
+  name: "scope",
+  lazy: false,
+  migrations: [
+    `CREATE TABLE scope_state (
      id INTEGER PRIMARY KEY CHECK (id = 1),
      volume_id TEXT NOT NULL,
      object_store_id TEXT NOT NULL,
@@ -40,7 +52,15 @@ const MIGRATIONS: readonly string[] = [
      previous_generation TEXT NOT NULL,
      event TEXT NOT NULL
    );`,
-];
+    // 2: the version moves to `meta.schema_version`, where every store keeps it.
+    `DROP TABLE IF EXISTS schema_version`,
+  ],
+  // Version 1 was recorded in a table of its own.
+  legacyVersion: (sql) =>
+    hasTable(sql, "schema_version")
+      ? sql.exec<{ version: number }>("SELECT version FROM schema_version WHERE id = 1").toArray()[0]?.version
+      : undefined,
+};
 
 interface StateRow extends Record<string, SqlStorageValue> {
   volume_id: string;
@@ -69,20 +89,9 @@ export type ReplayPlan =
 
 type HolderJson = Omit<HeldLease, "epoch"> & { epoch: string };
 
-export class ScopeStore {
-  constructor(private readonly storage: DurableObjectStorage) {}
-
-  /** Bring the schema up to date. Run inside `blockConcurrencyWhile`. */
-  migrate(): void {
-    const sql = this.storage.sql;
-    sql.exec("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER)");
-    const row = sql.exec<{ version: number }>("SELECT version FROM schema_version WHERE id = 1").toArray()[0];
-    const from = row?.version ?? 0;
-    if (from >= MIGRATIONS.length) return;
-    this.storage.transactionSync(() => {
-      for (let v = from; v < MIGRATIONS.length; v++) sql.exec(MIGRATIONS[v]!);
-      sql.exec("INSERT OR REPLACE INTO schema_version (id, version) VALUES (1, ?)", MIGRATIONS.length);
-    });
+export class ScopeStore extends MigratedStore {
+  constructor(storage: DurableObjectStorage) {
+    super(storage, SCOPE_SCHEMA);
   }
 
   /**
@@ -90,7 +99,7 @@ export class ScopeStore {
    * addressed under a different identity than the one it stored is a bug: `internal`.
    */
   load(scope: ScopeId): ScopeState {
-    const row = this.storage.sql.exec<StateRow>("SELECT * FROM scope_state WHERE id = 1").toArray()[0];
+    const row = this.sql.exec<StateRow>("SELECT * FROM scope_state WHERE id = 1").toArray()[0];
     if (row === undefined) return emptyScopeState(scope);
     if (
       row.volume_id !== scope.volumeId ||
@@ -113,7 +122,7 @@ export class ScopeStore {
 
   /** The identity stored by the first save, or undefined for a scope never changed. */
   storedScope(): ScopeId | undefined {
-    const row = this.storage.sql
+    const row = this.sql
       .exec<StateRow>("SELECT volume_id, object_store_id, scope_key FROM scope_state WHERE id = 1")
       .toArray()[0];
     return row === undefined
@@ -121,33 +130,62 @@ export class ScopeStore {
       : { volumeId: row.volume_id, objectStoreId: row.object_store_id, key: row.scope_key };
   }
 
-  /** Persist a step's durable changes (and its publish) in one transaction. No-op if unchanged. */
-  save(step: ScopeStep): void {
+  /**
+   * Persist a step's durable changes (and its publish) in one transaction. No-op if unchanged.
+   * `previous` is the state the step was decided from.
+   */
+  save(previous: ScopeState, step: ScopeStep): void {
     if (!step.changed) return;
     const next = step.next;
     const holder: HolderJson | null =
       next.holder === null ? null : { ...next.holder, epoch: formatCounter(next.holder.epoch) };
-    const sql = this.storage.sql;
+    const grants = step.granted.length + (step.result.ok && step.result.kind === "granted" ? 1 : 0);
+    const sql = this.sql;
     this.storage.transactionSync(() => {
+      // The row is born with epoch and generation 0; only the guarded updates below move them.
       sql.exec(
-        `INSERT OR REPLACE INTO scope_state
+        `INSERT INTO scope_state
            (id, volume_id, object_store_id, scope_key, epoch, generation, root, last_key_prefix, holder)
-         VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (1, ?, ?, ?, '0', '0', 'null', '', NULL) ON CONFLICT (id) DO NOTHING`,
         next.scope.volumeId,
         next.scope.objectStoreId,
         next.scope.key,
-        formatCounter(next.epoch),
-        formatCounter(next.generation),
-        JSON.stringify(next.root ?? null),
-        next.lastKeyPrefix,
-        holder === null ? null : JSON.stringify(holder),
       );
+      this.advanceEpoch(previous.epoch, next.epoch, grants);
+      const updated = sql
+        .exec(
+          `UPDATE scope_state SET generation = ?, root = ?, last_key_prefix = ?, holder = ?
+           WHERE id = 1 AND epoch = ? AND generation = ? RETURNING id`,
+          formatCounter(next.generation),
+          JSON.stringify(next.root ?? null),
+          next.lastKeyPrefix,
+          holder === null ? null : JSON.stringify(holder),
+          formatCounter(next.epoch),
+          formatCounter(previous.generation),
+        )
+        .toArray();
+      if (updated.length !== 1) throw new ShiftlockError("internal", "scope changed underneath the decision");
       if (step.published !== undefined) this.appendHistory(step.published.event, step.published.previousGeneration);
     });
   }
 
+  /** The fencing step: +1 per grant, each a guarded update of the stored epoch. */
+  private advanceEpoch(from: bigint, to: bigint, grants: number): void {
+    if (to !== from + BigInt(grants)) throw new ShiftlockError("internal", "lease epoch must advance by 1 per grant");
+    for (let epoch = from; epoch < to; epoch++) {
+      const moved = this.sql
+        .exec(
+          "UPDATE scope_state SET epoch = ? WHERE id = 1 AND epoch = ? RETURNING epoch",
+          formatCounter(epoch + 1n),
+          formatCounter(epoch),
+        )
+        .toArray();
+      if (moved.length !== 1) throw new ShiftlockError("internal", "lease epoch changed underneath the decision");
+    }
+  }
+
   private appendHistory(event: CoordEvent, previousGeneration: bigint): void {
-    const sql = this.storage.sql;
+    const sql = this.sql;
     sql.exec(
       "INSERT INTO publish_history (generation, previous_generation, event) VALUES (?, ?, ?)",
       formatCounter(event.generation),
@@ -157,11 +195,6 @@ export class ScopeStore {
     sql.exec("DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?", HISTORY_RETAINED);
   }
 
-  /** Number of publishes retained (for tests and diagnostics). */
-  historySize(): number {
-    return this.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM publish_history").one().n;
-  }
-
   /**
    * What a watch after `afterGeneration` must replay. History "reaches back" when the oldest
    * retained publish started at or below `afterGeneration`: then the retained publishes
@@ -169,7 +202,7 @@ export class ScopeStore {
    */
   replayPlan(state: ScopeState, afterGeneration: bigint | undefined): ReplayPlan {
     if (afterGeneration === undefined || afterGeneration >= state.generation) return { kind: "none" };
-    const rows = this.storage.sql
+    const rows = this.sql
       .exec<HistoryRow>("SELECT generation, previous_generation, event FROM publish_history ORDER BY seq")
       .toArray();
     const oldest = rows[0];
@@ -179,20 +212,18 @@ export class ScopeStore {
         messages: rows.filter((r) => BigInt(r.generation) > afterGeneration).map((r) => r.event),
       };
     }
-    return {
-      kind: "summary",
-      event: eventToWire({
-        processId: "",
-        volumeId: state.scope.volumeId,
-        objectStoreId: state.scope.objectStoreId,
-        generation: state.generation,
-        wantLock: false,
-        unlocked: false,
-        rootChanged: state.root,
-        keyPrefixChanged: state.lastKeyPrefix,
-        fallbackReason: "",
-        replay: true,
-      }),
+    // The catch-up event: the current state, every flag false, marked as a replay.
+    const { scope, generation, root, lastKeyPrefix } = state;
+    const { volumeId, objectStoreId } = scope;
+    const quiet = { processId: "", wantLock: false, unlocked: false, fallbackReason: "" };
+    const summary = {
+      ...quiet,
+      volumeId,
+      objectStoreId,
+      generation,
+      rootChanged: root,
+      keyPrefixChanged: lastKeyPrefix,
     };
+    return { kind: "summary", event: eventToWire({ ...summary, replay: true }) };
   }
 }

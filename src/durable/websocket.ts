@@ -4,6 +4,8 @@
  * Guarantees: closing never throws (a socket may already be closing, and 1005/1006 cannot
  * be sent, so callers pass 1000 or an application code); a refused upgrade is a plain JSON
  * envelope response, never a half-open socket.
+ *
+ * Does not: accept sockets or count acks (fan-out.ts), or build the 101 (object-base.ts).
  */
 
 import { errorEnvelope } from "../protocol/errors.ts";
@@ -54,13 +56,6 @@ export function tooManyWatchers(what: string): Response {
   return jsonResponse(429, errorEnvelope("rate_limited", `too many watchers on this ${what}`, { retryAfterMs: 1000 }), {
     "Retry-After": "1",
   });
-}
-
-/** The 101 answer of an accepted watch, echoing the bearer subprotocol the client offered. */
-export function upgradeResponse(client: WebSocket, subprotocol: string | null): Response {
-  const headers = new Headers();
-  if (subprotocol !== null && subprotocol !== "") headers.set("Sec-WebSocket-Protocol", subprotocol);
-  return new Response(null, { status: 101, webSocket: client, headers });
 }
 
 /** A JSON response for a refused watch upgrade (the upgrade never happens). */

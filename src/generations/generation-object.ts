@@ -6,28 +6,29 @@
  *   transaction, so concurrent registrations of one id have exactly one winner and a patch
  *   is never lost or applied on a stale record.
  * - `get` never creates anything (not even tables).
+ * - The store opens at start-up (durable/object-base.ts): an object whose schema is newer
+ *   than this code refuses to start. Every failure is a `ShiftlockError` (`internal` for a
+ *   broken invariant such as an object addressed under another id).
  * - Methods return plain `GenerationWireResponse` data over RPC; refusals are values, not exceptions.
  *
  * Does not: arm alarms or serve watches (generations have neither), or authenticate (the
  * router did, before the object was addressed).
  */
-import { DurableObject } from "cloudflare:workers";
 import type { GenerationWireResponse } from "../core/generation-machine.ts";
-import { systemClock } from "../core/clock.ts";
-import type { Clock } from "../core/clock.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
+import { ShiftlockObject } from "../durable/object-base.ts";
 import type { GenerationRecord, PatchGenerationBody, RegisterGenerationBody } from "../protocol/generations.ts";
 import { decidePatch, decideRegister, generationDecisionToResponse } from "../core/generation-machine.ts";
 import type { GenerationDecision } from "../core/generation-machine.ts";
 import { GenerationStore } from "./store.ts";
 
-export class GenerationObject extends DurableObject<Env> {
+export class GenerationObject extends ShiftlockObject {
   private readonly store: GenerationStore;
-  /** The object's clock: the authority for `startedAtMs` / `updatedAtMs`. */
-  protected clock: Clock = systemClock;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.store = new GenerationStore(ctx.storage.sql);
+    this.store = new GenerationStore(ctx.storage);
+    this.startUp(() => this.store.open());
   }
 
   /** Register `body.id` (see `decideRegister`). */
@@ -67,7 +68,7 @@ export class GenerationObject extends DurableObject<Env> {
   private loadFor(id: string): GenerationRecord | undefined {
     const record = this.store.load();
     if (record !== undefined && record.id !== id) {
-      throw new Error("generation object addressed with an id it does not hold");
+      throw new ShiftlockError("internal", "generation object addressed with an id it does not hold");
     }
     return record;
   }

@@ -1,0 +1,100 @@
+/**
+ * The base classes of shiftlock's Durable Objects: the platform entry points every object
+ * handles the same way, so the claim, scope and generation objects keep only their rules.
+ *
+ * Guarantees:
+ * - {@link ShiftlockObject}: one clock per object (the server clock unless a test replaces
+ *   it), and one start-up: the object's stores open (migrations, refusing a newer schema)
+ *   inside `blockConcurrencyWhile`, before the object serves anything. A start-up that
+ *   throws breaks the object's input gate, so every call fails (`internal` at the router)
+ *   instead of reading rows it does not understand.
+ * - {@link WatchedObject} (claims, scopes) adds the one alarm ({@link AlarmSchedule}, its
+ *   mirror loaded at start-up), the watcher cap (`MAX_WATCHERS_PER_OBJECT`), the runtime's
+ *   ping auto-response (answered without waking a hibernated object), the watch upgrade
+ *   (400 before upgrading a bad request, 429 over the cap, otherwise 101) and the socket
+ *   handlers (messages to the fan-out; closes and errors completed quietly).
+ * - The 101 carries no `Sec-WebSocket-Protocol`: the bearer token offered as a subprotocol
+ *   stays in the router, which adds the echo browsers require to the answer it returns.
+ *
+ * Does not: decide any rule, or hold state of its own beyond the alarm mirror.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { errorEnvelope } from "../protocol/errors.ts";
+import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
+import { AlarmSchedule } from "./alarm-schedule.ts";
+import type { Subscribers } from "./fan-out.ts";
+import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers } from "./websocket.ts";
+
+export abstract class ShiftlockObject extends DurableObject<Env> {
+  /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
+  clock: Clock = systemClock;
+
+  /**
+   * Call last in the subclass constructor: `open` runs before the object serves anything
+   * (the runtime holds every event until it settles).
+   */
+  protected startUp(open: () => void | Promise<void>): void {
+    // A rejection here is the runtime's to handle: it breaks the input gate (see above).
+    void this.ctx.blockConcurrencyWhile(async () => {
+      await open();
+    });
+  }
+}
+
+export abstract class WatchedObject extends ShiftlockObject {
+  /** The object's one alarm, only ever moved earlier. */
+  protected readonly alarms: AlarmSchedule;
+  /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
+  maxWatchers: number;
+  /** The object's watch subscribers (set by the subclass constructor). */
+  protected abstract readonly watchers: Subscribers<unknown>;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.alarms = new AlarmSchedule(ctx.storage);
+    this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
+  }
+
+  /** Start-up of a watched object: its stores, then the alarm mirror the schedule decides on. */
+  protected override startUp(open: () => void): void {
+    super.startUp(async () => {
+      open();
+      await this.alarms.load();
+    });
+  }
+
+  /**
+   * Answer a watch upgrade. `params` is undefined when the internal URL was malformed.
+   * `register` must accept the server end synchronously (before its first await) so that
+   * no event can commit between registration and replay.
+   */
+  protected async upgrade<P>(
+    request: Request,
+    params: P | undefined,
+    what: string,
+    register: (params: P, server: WebSocket) => Promise<void>,
+  ): Promise<Response> {
+    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || params === undefined) {
+      return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
+    }
+    if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers(what);
+    const pair = new WebSocketPair();
+    await register(params, pair[1]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    this.watchers.message(ws, message);
+  }
+
+  override webSocketClose(ws: WebSocket, _code: number, _reason: string, _wasClean: boolean): void {
+    // Complete the closing handshake; 1005/1006 cannot be sent back, so answer 1000.
+    closeQuietly(ws, 1000, "closed");
+  }
+
+  override webSocketError(ws: WebSocket, _error: unknown): void {
+    closeQuietly(ws, 1000, "error");
+  }
+}
