@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { objectName } from "../../src/http/object-names.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
+import { restartObject } from "./object-helpers.ts";
 
 // The first request loads the Worker module, which can take seconds on a busy machine.
 beforeAll(async () => {
@@ -213,13 +214,15 @@ describe("generation storage", () => {
     });
   });
 
-  it("refuses to read or write a schema newer than the code, changing nothing", async () => {
+  it("refuses to read or write a schema newer than the code (the object refuses to start)", async () => {
     const { ns, id } = fresh();
     await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" });
     const stub = env.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
       state.storage.sql.exec("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
     });
+    // Only a deployment writes a newer schema, and a deployment restarts every object.
+    await restartObject(stub);
     for (const res of [
       await call("GET", `/v1/ns/${ns}/generations/${id}`),
       await call("PATCH", `/v1/ns/${ns}/generations/${id}`, { state: "standby" }),
@@ -228,8 +231,9 @@ describe("generation storage", () => {
       expect(res.status).toBe(500);
       expect(await res.json()).toMatchObject({ error: { code: "internal" } });
     }
-    await runInDurableObject(stub, (_instance: GenerationObject, state) => {
-      expect(state.storage.sql.exec("SELECT state FROM generation").toArray()).toEqual([{ state: "joining" }]);
-    });
+    // Nothing could change: the object never started (not even runInDurableObject gets in).
+    await expect(
+      runInDurableObject(env.GENERATIONS.getByName(objectName(ns, "generation", id)), () => 0),
+    ).rejects.toThrow(/newer than this code/);
   });
 });
