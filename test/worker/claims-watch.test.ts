@@ -260,25 +260,4 @@ describe("claim watch", { timeout: 60_000 }, () => {
     expect(wrongNs.status).toBe(403);
     expect(await wrongNs.json()).toMatchObject({ error: { code: "forbidden" } });
   });
-
-  it("keeps per-socket state in a versioned attachment that survives hibernation", async () => {
-    const c = fresh();
-    await c.post("/acquire", { generationId: "g1", ttlMs: TTL });
-    const w = await c.watch();
-    await w.next();
-    await c.post("/release", { generationId: "g1", token: "1" });
-    await w.next();
-    const attachments = await runInDurableObject(c.stub, (_i, state) =>
-      state.getWebSockets("watch").map((ws) => ({ tags: state.getTags(ws), attachment: ws.deserializeAttachment() })),
-    );
-    expect(attachments).toEqual([{ tags: ["watch"], attachment: { v: 1, lastSent: "2", unacked: 1 } }]);
-    w.ws.send(JSON.stringify({ type: "ack", version: "2" }));
-    w.ws.send('{ "type": "ping" }');
-    await w.until((m) => m.at(-1).type === "pong");
-    const after = await runInDurableObject(c.stub, (_i, state) =>
-      state.getWebSockets("watch")[0]!.deserializeAttachment(),
-    );
-    expect(after).toEqual({ v: 1, lastSent: "2", unacked: 0 });
-    w.ws.close(1000);
-  });
 });
