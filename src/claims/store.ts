@@ -39,9 +39,9 @@ export const EVENT_RETENTION = 256;
 export const CLAIM_SCHEMA: StoreSchema = {
   name: "claim",
   lazy: true,
+  // `meta` (TEXT values: the schema version, events_pruned_through) is the runner's table.
   migrations: [
-    `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-     CREATE TABLE IF NOT EXISTS claim (
+    `CREATE TABLE IF NOT EXISTS claim (
        id INTEGER PRIMARY KEY CHECK (id = 1),
        name TEXT NOT NULL,
        owner_generation TEXT NOT NULL,
