@@ -5,7 +5,8 @@
  * Guarantees: inputs arrive validated and decoded (mount.ts), so handlers only address the
  * object named `objectName(ns, "claim", claim)` and forward over RPC; the object's answer
  * (`{"claim": …}` or the SPEC envelope) is sent as it is. The watch upgrade goes through
- * `stub.fetch`, as WebSockets must, without the caller's token.
+ * `stub.fetch`, as WebSockets must, without the caller's token. A batch (SPEC §6) runs its
+ * ops concurrently, each answered exactly as its single route would answer it.
  *
  * Does not: authenticate (app.ts) or decide anything (the object does).
  */
@@ -13,10 +14,15 @@ import type { Hono } from "hono";
 import type { ClaimObject, ClaimRequest } from "../claims/claim-object.ts";
 import { WATCH_PARAMS } from "../claims/claim-object.ts";
 import type { ClaimMutationName } from "../protocol/claim-routes.ts";
-import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, claimBatch, getClaim, watchClaim } from "../protocol/claim-routes.ts";
+import type { BatchBody } from "../protocol/claims.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
+import { nameProblem } from "../protocol/names.ts";
+import { invalidFromZod } from "../protocol/zod-invalid.ts";
 import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
-import { forwardWatch, mount } from "./mount.ts";
+import { errorAnswer, forwardWatch, mount } from "./mount.ts";
+import type { WireResponse } from "../core/claim-response.ts";
 import { objectName } from "./object-names.ts";
 
 /** The object's name for each mutation (kept: operation-id fingerprints are stored with it). */
@@ -44,9 +50,36 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
     );
   }
   mount(app, getClaim, (c, { params }) => claimStub(c, params.ns, params.claim).get(params.claim));
+  mount(app, claimBatch, async (c, { params, body }) => {
+    const results = await Promise.all(body.ops.map((op) => runBatchOp(c, params.ns, op)));
+    return { status: 200, body: { results } };
+  });
   mount(app, watchClaim, (c, { params, query }) => {
     const internal: Record<string, string> = { [WATCH_PARAMS.name]: params.claim };
     if (query.afterVersion !== undefined) internal[WATCH_PARAMS.afterVersion] = query.afterVersion.toString();
     return forwardWatch(claimStub(c, params.ns, params.claim), internal);
   });
+}
+
+/**
+ * One batch op (SPEC §6): validated exactly as its single route validates its path name and
+ * body, then sent to its claim's object; the answer is what that route would have answered.
+ * A failure of one op is that op's result, never the batch's.
+ */
+async function runBatchOp(c: AppContext, ns: string, op: BatchBody["ops"][number]): Promise<WireResponse> {
+  try {
+    const { op: name, claim, ...rest } = op;
+    const problem = nameProblem(claim);
+    if (problem !== undefined) throw new ShiftlockError("invalid_request", `claim ${problem}`, { field: "claim" });
+    const parsed = CLAIM_MUTATIONS[name].body.safeParse(rest);
+    if (!parsed.success) throw invalidFromZod(parsed.error, "body");
+    return await claimStub(c, ns, claim).command(claim, {
+      route: OBJECT_ROUTE[name],
+      body: parsed.data,
+    } as ClaimRequest);
+  } catch (err) {
+    if (err instanceof ShiftlockError) return errorAnswer(err);
+    console.error("batch op failed", err);
+    return errorAnswer(new ShiftlockError("internal"));
+  }
 }

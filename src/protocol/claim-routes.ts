@@ -6,6 +6,8 @@ import { z } from "zod";
 import {
   abortBodySchema,
   acquireBodySchema,
+  batchBodySchema,
+  batchResponseSchema,
   claimResponseSchema,
   claimWatchClientMessageSchema,
   claimWatchQuerySchema,
@@ -15,6 +17,7 @@ import {
   releaseBodySchema,
   renewBodySchema,
 } from "./claims.ts";
+import type { BatchOpName } from "./claims.ts";
 import type { ErrorCode } from "./errors.ts";
 import { defineRoute } from "./route.ts";
 
@@ -121,5 +124,28 @@ export const CLAIM_MUTATIONS = {
   release: releaseClaim,
 } as const;
 export type ClaimMutationName = keyof typeof CLAIM_MUTATIONS;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** Batch op names are exactly the mutation names: this line fails to compile otherwise. */
+export const BATCH_OPS_ARE_MUTATIONS: Same<BatchOpName, ClaimMutationName> = true;
 
-export const CLAIM_ROUTES = [...Object.values(CLAIM_MUTATIONS), getClaim, watchClaim] as const;
+/** The batch op name of each mutation is its key in {@link CLAIM_MUTATIONS}. */
+export const claimBatch = defineRoute({
+  operationId: "claimBatch",
+  tag: "claims",
+  summary: "Run up to 128 claim mutations at once (independent, concurrent)",
+  description:
+    "Each op is {op, claim, ...the single route's body}; op is acquire, renew, release, prepare, commit or " +
+    "abort, and each claim appears at most once. Ops are independent (not atomic) and keep their own " +
+    "operationId semantics. results[i] is exactly the status and body the single route would have answered " +
+    "for ops[i] (200 with {claim} or the error envelope with its status). The whole request fails only for " +
+    "what fails every op: authentication, authorization, or a malformed batch (400).",
+  method: "POST",
+  path: "/v1/ns/{ns}/batch",
+  role: "write",
+  body: batchBodySchema,
+  status: 200,
+  response: batchResponseSchema,
+  errors: [],
+});
+
+export const CLAIM_ROUTES = [...Object.values(CLAIM_MUTATIONS), getClaim, watchClaim, claimBatch] as const;

@@ -118,6 +118,8 @@ export type ReleaseBody = z.output<typeof releaseBodySchema>;
 
 /** Success body of every claim route. */
 export const claimResponseSchema = z.object({ claim: claimRecordSchema });
+/** The success body on the wire. */
+export type ClaimResponseWire = z.input<typeof claimResponseSchema>;
 
 /** Watch, server → client: the opening snapshot (`truncated` when history no longer reaches `afterVersion`). */
 export const claimSnapshotMessageSchema = z.object({
@@ -147,3 +149,37 @@ export const claimWatchClientMessageSchema = z.discriminatedUnion("type", [
 ]);
 
 export const claimWatchQuerySchema = z.strictObject({ afterVersion: counterSchema.optional() });
+
+/** Most ops one batch may carry (SPEC §6). */
+export const BATCH_MAX_OPS = 128;
+
+/** The single-route names a batch op may use (SPEC §6). */
+export const BATCH_OPS = ["acquire", "renew", "release", "prepare", "commit", "abort"] as const;
+export type BatchOpName = (typeof BATCH_OPS)[number];
+
+/**
+ * `POST /v1/ns/{ns}/batch`: 1–128 ops, each `{op, claim, ...the single route's body}`, each
+ * claim at most once. Only the envelope is checked here; each op's own body is checked
+ * against its single route's schema when it runs, so a bad op fails alone, exactly as the
+ * single route would answer it.
+ */
+export const batchBodySchema = z
+  .strictObject({
+    ops: z
+      .array(z.looseObject({ op: z.enum(BATCH_OPS), claim: z.string() }))
+      .min(1)
+      .max(BATCH_MAX_OPS),
+  })
+  .superRefine((body, ctx) => {
+    const seen = new Set<string>();
+    body.ops.forEach((op, i) => {
+      if (seen.has(op.claim))
+        ctx.addIssue({ code: "custom", path: ["ops", i, "claim"], message: "claim appears twice" });
+      seen.add(op.claim);
+    });
+  });
+export type BatchBody = z.output<typeof batchBodySchema>;
+
+/** One op's answer: exactly the status and body its single route would have answered. */
+export const batchResultSchema = z.object({ status: z.number().int(), body: z.unknown() });
+export const batchResponseSchema = z.object({ results: z.array(batchResultSchema) });

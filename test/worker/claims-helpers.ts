@@ -3,7 +3,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { ClaimObject } from "../../src/claims/claim-object.ts";
-import type { ClaimResponse } from "../../src/protocol/claims.ts";
+import type { ClaimResponseWire } from "../../src/protocol/claims.ts";
 import { objectName } from "../../src/http/object-names.ts";
 import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
 
@@ -47,10 +47,10 @@ export async function churn(stub: DurableObjectStub<ClaimObject>, claim: string,
     let version = 0n;
     for (let i = 0; i < cycles; i++) {
       const a = await instance.command(claim, { route: "acquire", body: { generationId: "churn", ttlMs: 60_000 } });
-      const token = BigInt((a.body as ClaimResponse).claim.fencingToken);
+      const token = BigInt((a.body as ClaimResponseWire).claim.fencingToken);
       const r = await instance.command(claim, { route: "release", body: { generationId: "churn", token } });
       if (r.status !== 200) throw new Error(`churn release failed: ${JSON.stringify(r.body)}`);
-      version = BigInt((r.body as ClaimResponse).claim.version);
+      version = BigInt((r.body as ClaimResponseWire).claim.version);
     }
     return version;
   });

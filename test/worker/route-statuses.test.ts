@@ -17,6 +17,8 @@ type JsonSchema = {
   enum?: unknown[];
   const?: unknown;
   properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  minItems?: number;
   required?: string[];
   anyOf?: JsonSchema[];
 };
@@ -32,6 +34,8 @@ function sample(schema: JsonSchema, field = ""): unknown {
       for (const key of schema.required ?? []) out[key] = sample(schema.properties?.[key] ?? {}, key);
       return out;
     }
+    case "array":
+      return Array.from({ length: Math.max(schema.minItems ?? 0, 1) }, () => sample(schema.items ?? {}, field));
     case "string":
       return schema.pattern?.includes("[0-9]") === true ? "1" : `${field || "s"}-1`;
     case "integer":
