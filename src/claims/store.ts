@@ -36,7 +36,7 @@ import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 export const EVENT_RETENTION = 256;
 
 /** The claim store's schema: ordered migrations, no tables until the first write. */
-export const CLAIM_SCHEMA: StoreSchema = {
+const CLAIM_SCHEMA: StoreSchema = {
   name: "claim",
   lazy: true,
   // `meta` (TEXT values: the schema version, events_pruned_through) is the runner's table.

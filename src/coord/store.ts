@@ -31,7 +31,7 @@ import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from
 import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
 
 /** The scope store's schema (created at start-up, not lazily: the scope object always had it). */
-export const SCOPE_SCHEMA: StoreSchema = {
+const SCOPE_SCHEMA: StoreSchema = {
   name: "scope",
   lazy: false,
   migrations: [

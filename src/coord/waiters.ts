@@ -35,8 +35,4 @@ export class PendingWaiters {
   has(waiterId: string): boolean {
     return this.pending.has(waiterId);
   }
-
-  get size(): number {
-    return this.pending.size;
-  }
 }

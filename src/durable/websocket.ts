@@ -43,7 +43,7 @@ export function readClientMessage(ws: WebSocket, data: string | ArrayBuffer): Re
 }
 
 /** Watcher cap when `MAX_WATCHERS_PER_OBJECT` is unset or not a positive integer. */
-export const DEFAULT_MAX_WATCHERS = 2000;
+const DEFAULT_MAX_WATCHERS = 2000;
 
 /** The configured watcher cap per object (`MAX_WATCHERS_PER_OBJECT`), or the default. */
 export function maxWatchersFrom(configured: string | undefined): number {

@@ -19,7 +19,7 @@ import { isGenerationState } from "../core/generation-machine.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 
 /** The generation store's schema: ordered migrations, no tables until the first write. */
-export const GENERATION_SCHEMA: StoreSchema = {
+const GENERATION_SCHEMA: StoreSchema = {
   name: "generation",
   lazy: true,
   migrations: [
