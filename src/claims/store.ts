@@ -160,8 +160,7 @@ export class ClaimStore extends MigratedStore {
    */
   commit(previous: ClaimRecord | undefined, step: ClaimStep, operation: OperationRecord | undefined): void {
     if (!step.changed && step.events.length === 0 && operation === undefined) return;
-    this.storage.transactionSync(() => {
-      this.schema.ensure();
+    this.write(() => {
       if (step.changed && step.next !== undefined) this.writeRecord(previous, step.next, step.tokenAdvanced);
       for (const event of step.events) this.appendEvent(event);
       if (step.events.length > 0) this.pruneEvents();

@@ -141,7 +141,7 @@ export class ScopeStore extends MigratedStore {
       next.holder === null ? null : { ...next.holder, epoch: formatCounter(next.holder.epoch) };
     const grants = step.granted.length + (step.result.ok && step.result.kind === "granted" ? 1 : 0);
     const sql = this.sql;
-    this.storage.transactionSync(() => {
+    this.write(() => {
       // The row is born with epoch and generation 0; only the guarded updates below move them.
       sql.exec(
         `INSERT INTO scope_state

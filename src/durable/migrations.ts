@@ -13,7 +13,7 @@
  *   check at start-up (and before a lazy store's first write) is the only one needed.
  * - A lazy store (claims, generations) that has no tables yet is left without any until its
  *   first write: reading a claim or generation that was never created writes nothing.
- *   The first write migrates inside that write's own transaction.
+ *   The first write migrates inside that write's own transaction ({@link SchemaMigrations.write}).
  *
  * Does not: run JavaScript data migrations (each step is SQL text), or downgrade.
  */
@@ -68,24 +68,40 @@ export class SchemaMigrations {
     this.ensure();
   }
 
-  /** Before a write: create or upgrade the schema once. Nests inside the write's transaction. */
-  ensure(): void {
-    if (this.current) return;
-    this.storage.transactionSync(() => {
-      const from = this.stored();
-      const sql = this.storage.sql;
-      for (let version = from; version < this.latest; version++) sql.exec(this.schema.migrations[version]!);
-      if (from !== this.latest) {
-        // A store's own migrations may create `meta` with their column types first.
-        sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-        // Bound as text: SQLite stores a JS number as REAL ("1.0" in a TEXT column).
-        sql.exec(
-          "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-          String(this.latest),
-        );
-      }
+  /**
+   * Run one write transaction, creating or upgrading the schema inside it first when this
+   * instance has not yet. The schema counts as current only once that transaction commits:
+   * a write that fails rolls its migration back too, and the next write migrates again.
+   */
+  write<T>(fn: () => T): T {
+    if (this.current) return this.storage.transactionSync(fn);
+    const result = this.storage.transactionSync(() => {
+      this.migrate();
+      return fn();
     });
     this.current = true;
+    return result;
+  }
+
+  /** Create or upgrade the schema in one transaction of its own. */
+  private ensure(): void {
+    this.storage.transactionSync(() => this.migrate());
+    this.current = true;
+  }
+
+  /** Run the missing migrations and record the version. Call inside a transaction. */
+  private migrate(): void {
+    const from = this.stored();
+    const sql = this.storage.sql;
+    for (let version = from; version < this.latest; version++) sql.exec(this.schema.migrations[version]!);
+    if (from === this.latest) return;
+    // A store's own migrations may create `meta` with their column types first.
+    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    // Bound as text: SQLite stores a JS number as REAL ("1.0" in a TEXT column).
+    sql.exec(
+      "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      String(this.latest),
+    );
   }
 
   /** The stored version (0: never written), refusing one this code cannot read. Reads only. */
@@ -126,6 +142,11 @@ export abstract class MigratedStore {
    */
   open(): void {
     this.schema.open();
+  }
+
+  /** One write transaction (see {@link SchemaMigrations.write}). */
+  protected write<T>(fn: () => T): T {
+    return this.schema.write(fn);
   }
 
   protected get sql(): SqlStorage {

@@ -2,9 +2,10 @@
  * The Durable Object of one generation, named `objectName(ns, "generation", id)`.
  *
  * Guarantees:
- * - Every command is load → decide (pure, machine.ts) → save inside one synchronous storage
- *   transaction, so concurrent registrations of one id have exactly one winner and a patch
- *   is never lost or applied on a stale record.
+ * - Every command is load → decide (pure, core/generation-machine.ts) → save in one
+ *   storage transaction, all synchronous: no other call can run in between, so concurrent
+ *   registrations of one id have exactly one winner and a patch is never lost or applied
+ *   on a stale record.
  * - `get` never creates anything (not even tables).
  * - The store opens at start-up (durable/object-base.ts): an object whose schema is newer
  *   than this code refuses to start. Every failure is a `ShiftlockError` (`internal` for a
@@ -57,11 +58,10 @@ export class GenerationObject extends ShiftlockObject {
     id: string,
     decide: (existing: GenerationRecord | undefined, nowMs: number) => GenerationDecision,
   ): GenerationWireResponse {
-    return this.ctx.storage.transactionSync(() => {
-      const decision = decide(this.loadFor(id), this.clock.nowMs());
-      if (decision.ok && decision.changed) this.store.save(decision.record);
-      return generationDecisionToResponse(decision);
-    });
+    // Synchronous from load to save: no other call can interleave (the object is single-threaded).
+    const decision = decide(this.loadFor(id), this.clock.nowMs());
+    if (decision.ok && decision.changed) this.store.save(decision.record);
+    return generationDecisionToResponse(decision);
   }
 
   /** Load the record, checking it belongs to `id` (the object name makes this an invariant). */

@@ -10,8 +10,7 @@
  * - A saved record round-trips exactly (integers stay integers); a stored state this code
  *   does not know is `internal`, never guessed.
  *
- * Does not: decide anything (core/generation-machine.ts does) or open the write transaction
- * (the object wraps load → decide → save in one `transactionSync`).
+ * Does not: decide anything (core/generation-machine.ts does).
  */
 import type { GenerationRecord } from "../protocol/generations.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
@@ -69,22 +68,23 @@ export class GenerationStore extends MigratedStore {
     };
   }
 
-  /** Insert or replace the record (creating the schema first). Call inside a write transaction. */
+  /** Insert or replace the record in one transaction (creating the schema first). */
   save(record: GenerationRecord): void {
-    this.schema.ensure();
-    this.sql.exec(
-      `INSERT INTO generation (id, service, instance_id, state, started_at_ms, updated_at_ms, reason)
+    this.write(() =>
+      this.sql.exec(
+        `INSERT INTO generation (id, service, instance_id, state, started_at_ms, updated_at_ms, reason)
        VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET
          service = excluded.service, instance_id = excluded.instance_id, state = excluded.state,
          started_at_ms = excluded.started_at_ms, updated_at_ms = excluded.updated_at_ms, reason = excluded.reason`,
-      record.id,
-      record.service,
-      record.instanceId,
-      record.state,
-      record.startedAtMs,
-      record.updatedAtMs,
-      record.reason,
+        record.id,
+        record.service,
+        record.instanceId,
+        record.state,
+        record.startedAtMs,
+        record.updatedAtMs,
+        record.reason,
+      ),
     );
   }
 }

@@ -7,6 +7,7 @@ import { ClaimStore } from "../../src/claims/store.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
 import { claimStub, claimUrl, clearTrackedAlarms, get, openWatch, post, track, unique } from "./claims-helpers.ts";
+import { restartObject } from "./object-helpers.ts";
 
 const TTL = 60_000;
 
@@ -148,6 +149,31 @@ describe("claim durability", { timeout: 60_000 }, () => {
     });
     expect(outcome).toBe("internal");
     expect((await c.read()).body.claim).toMatchObject({ fencingToken: "1", phase: "unowned", version: "2" });
+  });
+
+  it("a first write that fails rolls its migration back too; the next write creates the schema", async () => {
+    const c = fresh();
+    const outcome = await runInDurableObject(c.stub(), (_instance, state) => {
+      const tables = () => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray();
+      const store = new ClaimStore(state.storage);
+      store.open();
+      const acquire = { kind: "acquire", generationId: "g1", ttlMs: TTL } as const;
+      const step = decideClaim(c.claim, undefined, acquire, systemClock.nowMs());
+      // A decision the guarded token update refuses (a token that skips ahead).
+      const broken = { ...step, next: { ...step.next!, fencingToken: 5n } };
+      let code: unknown;
+      try {
+        store.commit(undefined, broken, undefined);
+      } catch (err) {
+        code = (err as { code?: string }).code;
+      }
+      const afterFailure = tables();
+      store.commit(undefined, step, undefined);
+      return { code, afterFailure, token: store.load()?.fencingToken };
+    });
+    expect(outcome).toEqual({ code: "internal", afterFailure: [], token: 1n });
+    await restartObject(c.stub()); // the object's own store instance saw no tables at start-up
+    expect((await c.read()).body.claim).toMatchObject({ fencingToken: "1", ownerGeneration: "g1" });
   });
 
   it("an object addressed under another claim name refuses with internal instead of mixing claims", async () => {
