@@ -2,7 +2,9 @@
  * The shiftlock client: the single package entry (`shiftlock/client`). Pure re-exports.
  *
  * Free of server code: everything reachable from here runs in Workers, Node ≥ 20 and
- * browsers (fetch + WebSocket), and shares the pure machines with the server.
+ * browsers (fetch + WebSocket), and imports only the protocol declarations
+ * (src/protocol/) and the pure machines (src/core/) it shares with the server.
+ * Test hooks and the runtime's internal controls are not exported from here.
  */
 export { ShiftlockError, hasCode, isErrorCode, ERROR_STATUS } from "../protocol/errors.ts";
 export type { ErrorCode, ErrorDetails, ErrorEnvelope } from "../protocol/errors.ts";
@@ -18,6 +20,7 @@ export { MemoryClaimsBackend } from "./claims/memory-claims-backend.ts";
 export type { MemoryClaimsBackendOptions } from "./claims/memory-claims-backend.ts";
 export { HttpTransport, isNetworkError } from "./transport/http-transport.ts";
 export type { FetchLike, HttpTransportOptions } from "./transport/http-transport.ts";
+export type { WatchConnectionOptions } from "./transport/websocket.ts";
 
 // The handoff runtime (SPEC §3 "Handoff").
 export * from "./handoff/index.ts";

@@ -1,7 +1,7 @@
 /**
  * The claims contract against the in-memory backend, on a manual clock.
  */
-import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import { MemoryClaimsBackend, forceSetToken } from "../../src/client/claims/memory-claims-backend.ts";
 import { ManualClock } from "../../src/core/clock.ts";
 import { runClaimsContract } from "./claims-suite.ts";
 
@@ -13,7 +13,7 @@ runClaimsContract(
     return Promise.resolve({
       backend,
       passTime: (ms) => clock.advance(ms),
-      forceSetToken: (name, token) => backend.forceSetToken(name, token),
+      forceSetToken: (name, token) => forceSetToken(backend, name, token),
     });
   },
   { seedsTokens: true },

@@ -4,7 +4,8 @@
 import { inject } from "vitest";
 import WebSocket from "ws";
 import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
-import { checkScope, scopeSegments } from "../../src/client/coord/coord-scope.ts";
+import { checkScope, scopeParams, scopeRoutes } from "../../src/client/coord/coord-scope.ts";
+import { fillPath } from "../../src/protocol/route.ts";
 import { runCoordConformance, type CoordFixture } from "./coord-suite.ts";
 
 interface ServerFixture extends CoordFixture {
@@ -32,8 +33,9 @@ runCoordConformance<ServerFixture>(
     elapse: (_f, ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     // Another client deleting the lease id: the holder's next keepalive is refused (410).
     revoke: async (f, scope, leaseId) => {
-      const path = [...scopeSegments(checkScope(scope)), "leases", leaseId].map(encodeURIComponent).join("/");
-      const res = await fetch(`${f.baseUrl}/v1/ns/${encodeURIComponent(f.namespace)}/${path}`, {
+      const checked = checkScope(scope);
+      const path = fillPath(scopeRoutes(checked).release.path, { ...scopeParams(checked), ns: f.namespace, leaseId });
+      const res = await fetch(`${f.baseUrl}${path}`, {
         method: "DELETE",
         headers: { Authorization: `Bearer ${TOKEN}` },
       });

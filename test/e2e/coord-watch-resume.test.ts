@@ -4,7 +4,7 @@
 import { expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
-import type { WebSocketConstructor } from "../../src/client/transport/claim-watch-socket.ts";
+import type { WebSocketConstructor } from "../../src/client/transport/websocket.ts";
 import type { CoordEvent } from "../../src/client/coord/coord-types.ts";
 
 it("a dropped watch resumes without gaps or duplicates", async () => {

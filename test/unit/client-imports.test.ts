@@ -36,6 +36,12 @@ describe("client package entry", () => {
     }
   });
 
+  it("reaches only src/client, the protocol declarations and the pure machines", () => {
+    const files = [...graph.keys()].map((f) => relative(ROOT, f));
+    const outside = files.filter((f) => !/^src\/(client|protocol|core)\//.test(f));
+    expect(outside).toEqual([]);
+  });
+
   it("imports no platform module (cloudflare:*) and only runtime-neutral packages", () => {
     const bare = new Set([...graph.values()].flat().filter((s) => !s.startsWith(".")));
     expect([...bare].filter((s) => s.startsWith("cloudflare:") || s.startsWith("node:"))).toEqual([]);

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
 import { HISTORY_LIMIT } from "../../src/client/claims/memory-claim-slot.ts";
-import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import { MemoryClaimsBackend, forceSetToken } from "../../src/client/claims/memory-claims-backend.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/core/claim-operations.ts";
 import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import type { ShiftlockError } from "../../src/protocol/errors.ts";
@@ -100,7 +100,7 @@ describe("MemoryClaimsBackend", () => {
 
   it("forceSetToken seeds a token for overflow checks", async () => {
     const { backend } = setup();
-    backend.forceSetToken("c", 41n);
+    forceSetToken(backend, "c", 41n);
     expect((await backend.acquireClaim({ claimName: "c", generationId: "a", ttlMs: 1_000 })).fencingToken).toBe(42n);
     await backend.close();
   });

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
-import { ACK_EVERY, type WebSocketLike } from "../../src/client/transport/claim-watch-socket.ts";
+import { ACK_EVERY } from "../../src/client/transport/watch-socket.ts";
+import type { WebSocketLike } from "../../src/client/transport/websocket.ts";
 import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
 import type { FetchLike } from "../../src/client/transport/http-transport.ts";
 import { emptyClaim } from "../../src/core/claim-machine.ts";

@@ -1,5 +1,5 @@
 // Test doubles for the coord client: a scripted WebSocket and a scripted fetch.
-import type { WebSocketConstructor, WebSocketLike } from "../../src/client/transport/claim-watch-socket.ts";
+import type { WebSocketConstructor, WebSocketLike } from "../../src/client/transport/websocket.ts";
 import type { FetchLike } from "../../src/client/transport/http-transport.ts";
 
 type Listener = (event: never) => void;

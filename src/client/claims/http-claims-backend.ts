@@ -2,11 +2,11 @@
  * `HttpClaimsBackend`: the {@link ClaimsBackend} over the shiftlock HTTP API (SPEC §3).
  *
  * Guarantees:
- * - Every method is one HTTP request to the route SPEC names; fencing tokens and versions
- *   are `bigint` in code and decimal strings on the wire; refusals reject with the
- *   server's {@link ShiftlockError} (same `code`), see `http-transport.ts` for network
- *   failures and cancellation.
- * - `watchClaim` is a resumable WebSocket watch (see `claim-watch-socket.ts`).
+ * - Every method is one call of the route the protocol declares (src/protocol/claim-routes.ts,
+ *   generation-routes.ts): fencing tokens and versions are `bigint` in code and decimal
+ *   strings on the wire; refusals reject with the server's {@link ShiftlockError} (same
+ *   `code`); see `http-transport.ts` for network failures and cancellation.
+ * - `watchClaim` is a resumable WebSocket watch (see `claim-watch.ts`).
  * - After `close()` every call rejects with `invalid_request` ("client is closed") and
  *   every open watch ends.
  *
@@ -19,8 +19,31 @@
  * console.log(rec.fencingToken); // 7n
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
-import { formatCounter } from "../../protocol/counter.ts";
-import { ShiftlockError } from "../../protocol/errors.ts";
+import {
+  abortTransfer,
+  acquireClaim,
+  commitTransfer,
+  getClaim,
+  prepareTransfer,
+  releaseClaim,
+  renewClaim,
+  watchClaim,
+  type CLAIM_MUTATIONS,
+} from "../../protocol/claim-routes.ts";
+import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
+import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
+import type { ClaimWatchMessage } from "../../protocol/claims.ts";
+import type { RouteBody } from "../../protocol/route.ts";
+import { HttpTransport, type HttpTransportOptions } from "../transport/http-transport.ts";
+import { checkPathParams } from "../transport/route-codec.ts";
+import { WatchSocket } from "../transport/watch-socket.ts";
+import {
+  socketOpener,
+  type WatchConnectionOptions,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from "../transport/websocket.ts";
+import { ClaimResume, type ClaimWatchClientMessage } from "./claim-watch.ts";
 import type {
   AbortRequest,
   AcquireRequest,
@@ -28,6 +51,7 @@ import type {
   ClaimRecord,
   ClaimsBackend,
   ClaimWatch,
+  ClaimWatchItem,
   CommitRequest,
   GenerationRecord,
   RegisterGenerationRequest,
@@ -37,164 +61,116 @@ import type {
   UpdateGenerationRequest,
   WatchClaimOptions,
 } from "./claims-backend.ts";
-import { SocketClaimWatch, type WebSocketConstructor, type WebSocketLike } from "../transport/claim-watch-socket.ts";
-import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
-import { HttpTransport, type HttpTransportOptions } from "../transport/http-transport.ts";
-import { checkCounter, checkPathName } from "../transport/path-names.ts";
 
 export type { WebSocketConstructor, WebSocketLike };
 
-export interface HttpClaimsBackendOptions extends HttpTransportOptions {
-  /**
-   * WebSocket constructor for watches. Defaults to `globalThis.WebSocket` (browsers,
-   * Workers, Node ≥ 22). On Node 20 pass the `ws` package's default export.
-   */
-  WebSocket?: WebSocketConstructor;
-  /**
-   * How the bearer token travels in the WebSocket handshake: an `Authorization` header
-   * (what `ws` can send) or the subprotocol `shiftlock.bearer.<token>` (all browsers can
-   * send). Default: `"header"` when `WebSocket` is injected, `"subprotocol"` otherwise.
-   */
-  webSocketAuth?: "header" | "subprotocol";
-  /** Timers for watch pings and reconnect backoff. Default: the system clock. */
-  clock?: Clock;
-  /** Keep-alive ping period of watches, ms. Default 30 000. */
-  watchPingIntervalMs?: number;
-  /** Reconnect backoff bounds of watches, ms. Defaults 100 and 5 000. */
-  watchReconnectMinMs?: number;
-  watchReconnectMaxMs?: number;
-}
+export interface HttpClaimsBackendOptions extends HttpTransportOptions, WatchConnectionOptions {}
 
-type Body = Record<string, unknown>;
-
-/** Drop undefined fields (the server rejects nothing for them, but keeps bodies minimal). */
-function compact(body: Body): Body {
-  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
-}
+type Mutation = (typeof CLAIM_MUTATIONS)[keyof typeof CLAIM_MUTATIONS];
 
 export class HttpClaimsBackend implements ClaimsBackend {
   private readonly transport: HttpTransport;
   private readonly options: HttpClaimsBackendOptions;
   private readonly clock: Clock;
-  private readonly watches = new Set<SocketClaimWatch>();
+  private readonly watches = new Set<ClaimWatch>();
   private closed = false;
 
   constructor(options: HttpClaimsBackendOptions) {
-    checkPathName(options.namespace, "namespace");
+    checkPathParams(watchClaim, { ns: options.namespace });
     this.options = options;
     this.transport = new HttpTransport(options);
     this.clock = options.clock ?? systemClock;
   }
 
-  private async claimCall(
-    method: "GET" | "POST",
+  private async mutate<R extends Mutation>(
+    route: R,
     claimName: string,
-    route: readonly string[],
-    body: Body | undefined,
+    body: RouteBody<R>,
     opts: CallOptions | undefined,
   ): Promise<ClaimRecord> {
     this.ensureOpen();
-    checkPathName(claimName, "claim");
-    const res = await this.transport.request(
-      method,
-      ["claims", claimName, ...route],
-      body === undefined ? undefined : compact(body),
-      opts?.signal,
-    );
-    return decodeClaimAnswer(res);
+    // RouteBody<R> is one member of RouteBody<Mutation>: widening only, checked per call site.
+    const input = { params: { claim: claimName }, body: body as RouteBody<Mutation> };
+    return (await this.transport.call<Mutation>(route, input, opts?.signal)).claim;
   }
 
   acquireClaim(req: AcquireRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.claimCall("POST", claimName, ["acquire"], body, opts);
+    return this.mutate(acquireClaim, claimName, body, opts);
   }
 
   renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.claimCall("POST", claimName, ["renew"], body, opts);
+    return this.mutate(renewClaim, claimName, body, opts);
   }
 
   prepareTransfer(req: TransferRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.claimCall("POST", claimName, ["transfer", "prepare"], body, opts);
+    return this.mutate(prepareTransfer, claimName, body, opts);
   }
 
   commitTransfer(req: CommitRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.claimCall("POST", claimName, ["transfer", "commit"], body, opts);
+    return this.mutate(commitTransfer, claimName, body, opts);
   }
 
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.claimCall("POST", claimName, ["transfer", "abort"], body, opts);
+    return this.mutate(abortTransfer, claimName, body, opts);
   }
 
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.claimCall("POST", claimName, ["release"], body, opts);
+    return this.mutate(releaseClaim, claimName, body, opts);
   }
 
-  getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {
-    return this.claimCall("GET", claimName, [], undefined, opts);
+  async getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {
+    this.ensureOpen();
+    return (await this.transport.call(getClaim, { params: { claim: claimName } }, opts?.signal)).claim;
   }
 
   async registerGeneration(req: RegisterGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
     this.ensureOpen();
     const body = { id: req.id, service: req.service, instanceId: req.instanceId };
-    return decodeGenerationAnswer(await this.transport.request("POST", ["generations"], body, opts?.signal));
+    return (await this.transport.call(registerGeneration, { body }, opts?.signal)).generation;
   }
 
   async updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
     this.ensureOpen();
-    checkPathName(req.id, "id");
-    const body = compact({ state: req.state, reason: req.reason });
-    return decodeGenerationAnswer(await this.transport.request("PATCH", ["generations", req.id], body, opts?.signal));
+    const input = { params: { id: req.id }, body: { state: req.state, reason: req.reason } };
+    return (await this.transport.call(updateGeneration, input, opts?.signal)).generation;
   }
 
   async getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {
     this.ensureOpen();
-    checkPathName(generationId, "id");
-    return decodeGenerationAnswer(
-      await this.transport.request("GET", ["generations", generationId], undefined, opts?.signal),
-    );
+    return (await this.transport.call(getGeneration, { params: { id: generationId } }, opts?.signal)).generation;
   }
 
   watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
     this.ensureOpen();
-    checkPathName(claimName, "claim");
-    checkCounter(opts?.afterVersion, "afterVersion");
-    const Ctor = this.options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-    if (Ctor === undefined) {
-      throw new ShiftlockError(
-        "invalid_request",
-        "no WebSocket available: pass options.WebSocket (e.g. the ws package)",
-        {
-          field: "WebSocket",
-        },
-      );
-    }
-    const auth = this.options.webSocketAuth ?? (this.options.WebSocket === undefined ? "subprotocol" : "header");
-    const token = this.transport.bearerToken();
-    let watch: SocketClaimWatch | undefined = undefined;
-    watch = new SocketClaimWatch({
-      url: (afterVersion) => {
-        const query = afterVersion === undefined ? undefined : { afterVersion: formatCounter(afterVersion) };
-        return this.transport.url(["claims", claimName, "watch"], query).replace(/^http/, "ws");
-      },
-      connect: (url) =>
-        auth === "header"
-          ? new Ctor(url, [], { headers: { Authorization: `Bearer ${token}` } })
-          : new Ctor(url, [`shiftlock.bearer.${token}`]),
+    const params = { claim: claimName };
+    // Checked up front: a refused handshake would otherwise look like a transient failure.
+    const firstUrl = (afterVersion: bigint | undefined): string =>
+      this.transport.url(watchClaim, params, { afterVersion }).replace(/^http/, "ws");
+    firstUrl(opts?.afterVersion);
+    const connect = socketOpener(this.options, this.transport.bearerToken());
+    const resume = new ClaimResume({
+      url: firstUrl,
       probe: async (signal) => {
         try {
-          await this.transport.request("GET", ["claims", claimName], undefined, signal);
+          await this.transport.call(getClaim, { params }, signal);
         } catch (err) {
           // A watch of a claim nobody acquired yet is legitimate.
-          if (!(err instanceof ShiftlockError && err.code === "claim_not_found")) throw err;
+          if (!hasCode(err, "claim_not_found")) throw err;
         }
       },
-      clock: this.clock,
       afterVersion: opts?.afterVersion,
+    });
+    let watch: WatchSocket<ClaimWatchMessage, ClaimWatchClientMessage, ClaimWatchItem> | undefined = undefined;
+    watch = new WatchSocket(resume, {
+      ...watchClaim.websocket,
+      connect,
+      clock: this.clock,
       signal: opts?.signal,
       pingIntervalMs: this.options.watchPingIntervalMs ?? 30_000,
       reconnectMinMs: this.options.watchReconnectMinMs ?? 100,

@@ -24,10 +24,10 @@
  * const a = await claims.acquireClaim({ claimName: "c", generationId: "a", ttlMs: 1_000 });
  * await clock.advance(1_001); // the claim expires; watchers get `expired`
  */
-import type { z } from "zod";
 import type { ClaimCommand } from "../../core/claim-machine.ts";
 import { emptyClaim, nextDeadlineMs } from "../../core/claim-machine.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
+import { systemClock, type Clock } from "../../core/clock.ts";
 import {
   decideRegister,
   decidePatch,
@@ -35,17 +35,21 @@ import {
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
 import {
-  abortBodySchema,
-  acquireBodySchema,
-  commitBodySchema,
-  prepareBodySchema,
-  releaseBodySchema,
-  renewBodySchema,
-} from "../../protocol/claims.ts";
-import { systemClock, type Clock } from "../../core/clock.ts";
+  abortTransfer,
+  acquireClaim,
+  commitTransfer,
+  getClaim,
+  prepareTransfer,
+  releaseClaim,
+  renewClaim,
+  watchClaim,
+  type CLAIM_MUTATIONS,
+} from "../../protocol/claim-routes.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
-import { patchGenerationBodySchema, registerGenerationBodySchema } from "../../protocol/generations.ts";
-import { invalidFromZod } from "../../protocol/zod-invalid.ts";
+import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
+import type { RouteBody } from "../../protocol/route.ts";
+import { checkPathParams, decodeAnswer, encodeBody, encodeQuery } from "../transport/route-codec.ts";
+import { WatchQueue } from "../transport/watch-queue.ts";
 import type {
   AbortRequest,
   AcquireRequest,
@@ -63,11 +67,7 @@ import type {
   UpdateGenerationRequest,
   WatchClaimOptions,
 } from "./claims-backend.ts";
-import { decodeClaimAnswer, decodeGenerationAnswer } from "./decode.ts";
-import { encodeJson } from "../transport/http-transport.ts";
 import { MemoryClaimSlot } from "./memory-claim-slot.ts";
-import { checkCounter, checkPathName } from "../transport/path-names.ts";
-import { WatchQueue } from "../transport/watch-queue.ts";
 
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */
@@ -75,16 +75,25 @@ export interface MemoryClaimsBackendOptions {
 }
 
 /** Run `fn` now; its result or throw becomes the promise (every call is synchronous inside). */
+/** Route paths below the claim, as operation fingerprints name them (`acquire`, `transfer/prepare`, …). */
+const CLAIM_PREFIX = "/v1/ns/{ns}/claims/{claim}/";
+
 function settle<T>(fn: () => T): Promise<T> {
   return new Promise<T>((resolve) => resolve(fn()));
 }
 
-/** Validate a request exactly as the server does: encode to the wire, parse with the route's schema. */
-function validate<S extends z.ZodType>(schema: S, body: Record<string, unknown>): z.output<S> {
-  const wire: unknown = JSON.parse(encodeJson(body));
-  const parsed = schema.safeParse(wire);
-  if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-  return parsed.data;
+type Mutation = (typeof CLAIM_MUTATIONS)[keyof typeof CLAIM_MUTATIONS];
+
+/** The test hook behind {@link forceSetToken} (set in the class's static block). */
+let seedToken: (backend: MemoryClaimsBackend, claimName: string, token: bigint) => void;
+
+/**
+ * Test hook, not part of the public API (the package entry does not export it): set a
+ * claim's fencing token, creating the claim unowned if needed — e.g. to the maximum to
+ * exercise `token_overflow`, which the service offers no way to reach.
+ */
+export function forceSetToken(backend: MemoryClaimsBackend, claimName: string, token: bigint): void {
+  seedToken(backend, claimName, token);
 }
 
 export class MemoryClaimsBackend implements ClaimsBackend {
@@ -107,95 +116,107 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     return s;
   }
 
+  static {
+    seedToken = (backend, claimName, token) => {
+      checkPathParams(getClaim, { claim: claimName });
+      const slot = backend.slot(claimName);
+      slot.run({ kind: "expire" }, backend.clock.nowMs());
+      slot.record = { ...(slot.record ?? emptyClaim(claimName)), fencingToken: token };
+    };
+  }
+
   private enter(opts: CallOptions | undefined): void {
     opts?.signal?.throwIfAborted();
     if (this.closed) throw new ShiftlockError("invalid_request", "client is closed");
   }
 
-  /** Validate, run one claim command with operation-id replay, re-arm expiry, decode. */
-  private mutate(
-    route: string,
-    req: { claimName: string; operationId?: string | undefined },
-    body: Record<string, unknown>,
-    schema: z.ZodType,
+  /**
+   * Check and encode the request with the route's schemas (as the HTTP client does before
+   * sending), run one claim command with operation-id replay, re-arm expiry, and decode
+   * the wire answer with the same function as the HTTP client.
+   */
+  private mutate<R extends Mutation>(
+    route: R,
+    claimName: string,
+    body: RouteBody<R> & { operationId?: string | undefined },
     command: ClaimCommand,
     opts: CallOptions | undefined,
   ): Promise<ClaimRecord> {
     return settle(() => {
       this.enter(opts);
-      checkPathName(req.claimName, "claim");
-      validate(schema, body);
-      const slot = this.slot(req.claimName);
+      checkPathParams(route, { claim: claimName });
+      const wire = encodeBody(route, body) as object;
+      const slot = this.slot(claimName);
       const op =
-        req.operationId === undefined
+        body.operationId === undefined
           ? undefined
-          : { id: req.operationId, fingerprint: requestFingerprint(route, JSON.parse(encodeJson(body)) as object) };
+          : { id: body.operationId, fingerprint: requestFingerprint(route.path.slice(CLAIM_PREFIX.length), wire) };
       const answer = slot.run(command, this.clock.nowMs(), op);
       this.arm(slot);
-      return decodeClaimAnswer(answer);
+      return decodeAnswer<Mutation>(route, answer).claim;
     });
   }
 
   acquireClaim(req: AcquireRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName: _, ...body } = req;
+    const { claimName, ...body } = req;
     const command: ClaimCommand = {
       kind: "acquire",
       generationId: req.generationId,
       ttlMs: req.ttlMs,
       allowEmptyOnly: req.allowEmptyOnly,
     };
-    return this.mutate("acquire", req, body, acquireBodySchema, command, opts);
+    return this.mutate(acquireClaim, claimName, body, command, opts);
   }
 
   renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName: _, ...body } = req;
+    const { claimName, ...body } = req;
     const command: ClaimCommand = { kind: "renew", generationId: req.generationId, token: req.token, ttlMs: req.ttlMs };
-    return this.mutate("renew", req, body, renewBodySchema, command, opts);
+    return this.mutate(renewClaim, claimName, body, command, opts);
   }
 
   prepareTransfer(req: TransferRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName: _, ...body } = req;
+    const { claimName, ...body } = req;
     const { fromGeneration, toGeneration, token, ttlMs } = req;
     const command: ClaimCommand = { kind: "prepare", fromGeneration, toGeneration, token, ttlMs };
-    return this.mutate("transfer/prepare", req, body, prepareBodySchema, command, opts);
+    return this.mutate(prepareTransfer, claimName, body, command, opts);
   }
 
   commitTransfer(req: CommitRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName: _, ...body } = req;
+    const { claimName, ...body } = req;
     const { fromGeneration, toGeneration, expectedToken, ttlMs } = req;
     const command: ClaimCommand = { kind: "commit", fromGeneration, toGeneration, expectedToken, ttlMs };
-    return this.mutate("transfer/commit", req, body, commitBodySchema, command, opts);
+    return this.mutate(commitTransfer, claimName, body, command, opts);
   }
 
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName: _, ...body } = req;
+    const { claimName, ...body } = req;
     const { fromGeneration, toGeneration, expectedToken } = req;
     const command: ClaimCommand = { kind: "abort", fromGeneration, toGeneration, expectedToken };
-    return this.mutate("transfer/abort", req, body, abortBodySchema, command, opts);
+    return this.mutate(abortTransfer, claimName, body, command, opts);
   }
 
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName: _, ...body } = req;
+    const { claimName, ...body } = req;
     const command: ClaimCommand = { kind: "release", generationId: req.generationId, token: req.token };
-    return this.mutate("release", req, body, releaseBodySchema, command, opts);
+    return this.mutate(releaseClaim, claimName, body, command, opts);
   }
 
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {
     return settle(() => {
       this.enter(opts);
-      checkPathName(claimName, "claim");
+      checkPathParams(getClaim, { claim: claimName });
       const slot = this.claims.get(claimName);
       if (slot === undefined) throw new ShiftlockError("claim_not_found");
       const answer = slot.run({ kind: "get" }, this.clock.nowMs());
       this.arm(slot);
-      return decodeClaimAnswer(answer);
+      return decodeAnswer(getClaim, answer).claim;
     });
   }
 
   watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
     this.enter(undefined);
-    checkPathName(claimName, "claim");
-    checkCounter(opts?.afterVersion, "afterVersion");
+    checkPathParams(watchClaim, { claim: claimName });
+    encodeQuery(watchClaim, { afterVersion: opts?.afterVersion });
     const slot = this.slot(claimName);
     // Lazy expiry first, so the snapshot never shows a lease that is already over.
     slot.run({ kind: "expire" }, this.clock.nowMs());
@@ -219,53 +240,55 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   }
 
   registerGeneration(req: RegisterGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
-    return this.generation(() => {
-      const body = validate(registerGenerationBodySchema, {
-        id: req.id,
-        service: req.service,
-        instanceId: req.instanceId,
-      });
-      return decideRegister(this.generations.get(body.id), body, this.clock.nowMs());
-    }, opts);
+    return this.generation(
+      registerGeneration,
+      () => {
+        const body = { id: req.id, service: req.service, instanceId: req.instanceId };
+        encodeBody(registerGeneration, body);
+        return decideRegister(this.generations.get(body.id), body, this.clock.nowMs());
+      },
+      opts,
+    );
   }
 
   updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
-    return this.generation(() => {
-      checkPathName(req.id, "id");
-      const body = validate(patchGenerationBodySchema, { state: req.state, reason: req.reason });
-      return decidePatch(this.generations.get(req.id), body, this.clock.nowMs());
-    }, opts);
+    return this.generation(
+      updateGeneration,
+      () => {
+        checkPathParams(updateGeneration, { id: req.id });
+        const body = { state: req.state, reason: req.reason };
+        encodeBody(updateGeneration, body);
+        return decidePatch(this.generations.get(req.id), body, this.clock.nowMs());
+      },
+      opts,
+    );
   }
 
   getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {
-    return settle(() => {
-      this.enter(opts);
-      checkPathName(generationId, "id");
-      const record = this.generations.get(generationId);
-      if (record === undefined) throw new ShiftlockError("generation_not_found");
-      return record;
-    });
+    return this.generation(
+      getGeneration,
+      () => {
+        checkPathParams(getGeneration, { id: generationId });
+        const record = this.generations.get(generationId);
+        if (record === undefined) throw new ShiftlockError("generation_not_found");
+        return { ok: true, record, changed: false, created: false };
+      },
+      opts,
+    );
   }
 
-  private generation(decide: () => GenerationDecision, opts: CallOptions | undefined): Promise<GenerationRecord> {
+  /** Run a generation decision, store it, and decode its wire answer (a copy, as over HTTP). */
+  private generation(
+    route: typeof registerGeneration | typeof updateGeneration | typeof getGeneration,
+    decide: () => GenerationDecision,
+    opts: CallOptions | undefined,
+  ): Promise<GenerationRecord> {
     return settle(() => {
       this.enter(opts);
       const decision = decide();
       if (decision.ok && decision.changed) this.generations.set(decision.record.id, decision.record);
-      return decodeGenerationAnswer(generationDecisionToResponse(decision));
+      return decodeAnswer(route, generationDecisionToResponse(decision)).generation;
     });
-  }
-
-  /**
-   * Test hook: set a claim's fencing token (creating the claim unowned if needed), e.g.
-   * to the maximum to exercise `token_overflow`. Not part of {@link ClaimsBackend}.
-   */
-  forceSetToken(claimName: string, token: bigint): void {
-    checkPathName(claimName, "claim");
-    const slot = this.slot(claimName);
-    slot.run({ kind: "expire" }, this.clock.nowMs());
-    const base = slot.record ?? emptyClaim(claimName);
-    slot.record = { ...base, fencingToken: token };
   }
 
   close(): Promise<void> {

@@ -2,10 +2,11 @@
  * `HttpCoordinator`: the seed's `Coordinator` over the shiftlock HTTP/WebSocket API (SPEC §4).
  *
  * Guarantees:
- * - Each call is the route SPEC names under `/v1/ns/{namespace}/volumes/…`, every name
- *   percent-encoded; counters are `bigint`; refusals reject with the server's
- *   `ShiftlockError` (same code). Scope and option checks run locally first with the
- *   server's own rules (scope-empty, bad names, ttl range, keyed snapshot/watch).
+ * - Each call is one call of the route the protocol declares for the scope's address
+ *   (src/protocol/scope-routes.ts), every name percent-encoded; counters are `bigint`;
+ *   refusals reject with the server's `ShiftlockError` (same code). Scope and option checks
+ *   run locally first with the server's own rules (scope-empty, bad names, ttl range, keyed
+ *   snapshot/watch).
  * - `tryAcquireWriteLease`: `lease_held` becomes `{acquired: false}`.
  * - `waitAcquireWriteLease`: the server queues the request first-come first-served. With
  *   `waitMs` it is one request (`lease_held` when it passes). Without it the client waits
@@ -14,8 +15,9 @@
  *   sends `DELETE {scope}/leases/{waiterId}`, which takes the caller out of the queue — or
  *   gives back a grant that crossed the abort — before the promise rejects.
  * - Leases keep themselves alive and detect loss (see `write-lease.ts`).
- * - `watch` resolves once the server registered it; it reconnects and resumes by itself
- *   (see `coord-watch-socket.ts`).
+ * - `watch` resolves once the server registered it; it reconnects and resumes by itself,
+ *   acknowledges what it processed, and stands in for hints it may have missed while
+ *   reconnecting (see `coord-watch.ts`).
  *
  * Does not: retry publish (a publish whose answer was lost may have been applied — use
  * `expectedGeneration` to make a retry safe).
@@ -27,17 +29,19 @@
  * await lease.publish({ expectedGeneration: snap.generation, root: newRoot });
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
-import { formatCounter } from "../../protocol/counter.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
-import type { WebSocketConstructor } from "../transport/claim-watch-socket.ts";
+import { Backoff } from "../transport/backoff.ts";
+import { HttpTransport, isNetworkError, type HttpTransportOptions } from "../transport/http-transport.ts";
+import { WatchSocket } from "../transport/watch-socket.ts";
+import { socketOpener, type WatchConnectionOptions } from "../transport/websocket.ts";
 import {
-  decodeAcquireAnswer,
-  decodeCapability,
-  decodeKeepaliveAnswer,
-  decodeSnapshot,
-  publishBody,
-} from "./coord-decode.ts";
-import { checkAcquireOptions, checkScope, keyedUnsupported, scopeSegments, type CheckedScope } from "./coord-scope.ts";
+  checkAcquireOptions,
+  checkScope,
+  keyedUnsupported,
+  scopeParams,
+  scopeRoutes,
+  type CheckedScope,
+} from "./coord-scope.ts";
 import type {
   AcquireOptions,
   CallOptions,
@@ -50,37 +54,14 @@ import type {
   WaitAcquireOptions,
   WriteLease,
 } from "./coord-types.ts";
-import { SocketCoordWatch } from "../transport/coord-watch-socket.ts";
-import { HttpTransport, isNetworkError, type HttpTransportOptions } from "../transport/http-transport.ts";
-import {
-  HeldWriteLease,
-  defaultSafetyMarginMs,
-  type LeaseDriver,
-  type LeaseGrant,
-  type LeaseTimingOptions,
-} from "./write-lease.ts";
+import { publishBody } from "./coord-values.ts";
+import { CoordResume, HttpCoordWatch } from "./coord-watch.ts";
+import { HeldWriteLease, type LeaseDriver, type LeaseGrant, type LeaseTimingOptions } from "./write-lease.ts";
+import { defaultSafetyMarginMs } from "../lease-timing.ts";
 
-export interface HttpCoordinatorOptions extends HttpTransportOptions, LeaseTimingOptions {
-  /**
-   * WebSocket constructor for watches. Defaults to `globalThis.WebSocket` (browsers,
-   * Workers, Node ≥ 22). On Node 20 pass the `ws` package's default export.
-   */
-  WebSocket?: WebSocketConstructor;
-  /**
-   * How the bearer token travels in the WebSocket handshake: an `Authorization` header
-   * (what `ws` can send) or the subprotocol `shiftlock.bearer.<token>` (what browsers can
-   * send). Default: `"header"` when `WebSocket` is injected, `"subprotocol"` otherwise.
-   */
-  webSocketAuth?: "header" | "subprotocol";
-  /** Timers for keepalives, watch pings and backoff. Default: the system clock. */
-  clock?: Clock;
+export interface HttpCoordinatorOptions extends HttpTransportOptions, WatchConnectionOptions, LeaseTimingOptions {
   /** Longest single server-side wait of an unbounded `waitAcquireWriteLease`, ms (default 60 000). */
   waitChunkMs?: number;
-  /** Keep-alive ping period of watches, ms (default 30 000). */
-  watchPingIntervalMs?: number;
-  /** Reconnect backoff bounds of watches, ms (defaults 100 and 5 000). */
-  watchReconnectMinMs?: number;
-  watchReconnectMaxMs?: number;
 }
 
 const DEFAULT_WAIT_CHUNK_MS = 60_000;
@@ -101,53 +82,47 @@ export class HttpCoordinator implements Coordinator {
   async capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {
     opts.signal?.throwIfAborted();
     const checked = checkScope(scope);
-    const res = await this.transport.request("GET", [...scopeSegments(checked), "capability"], undefined, opts.signal);
-    return decodeCapability(res.body);
+    return this.transport.call(scopeRoutes(checked).capability, { params: scopeParams(checked) }, opts.signal);
   }
 
   async snapshot(scope: Scope, opts: CallOptions = {}): Promise<Snapshot> {
     opts.signal?.throwIfAborted();
     const checked = checkScope(scope);
     if (checked.keyed) throw keyedUnsupported("snapshot");
-    const res = await this.transport.request("GET", [...scopeSegments(checked), "snapshot"], undefined, opts.signal);
-    return decodeSnapshot(res.body);
+    return this.transport.call(scopeRoutes(checked).snapshot, { params: scopeParams(checked) }, opts.signal);
   }
 
   async watch(scope: Scope, afterGeneration: bigint, opts: CallOptions = {}): Promise<CoordWatch> {
     opts.signal?.throwIfAborted();
     const checked = checkScope(scope);
     if (checked.keyed) throw keyedUnsupported("watch");
-    const Ctor = this.options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-    if (Ctor === undefined) {
-      throw new ShiftlockError(
-        "invalid_request",
-        "no WebSocket available: pass options.WebSocket (e.g. the ws package)",
-        {
-          field: "WebSocket",
-        },
-      );
-    }
-    const auth = this.options.webSocketAuth ?? (this.options.WebSocket === undefined ? "subprotocol" : "header");
-    const token = this.transport.bearerToken();
-    const segments = scopeSegments(checked);
-    const watch = new SocketCoordWatch({
-      url: (after) =>
-        this.transport.url([...segments, "watch"], { afterGeneration: formatCounter(after) }).replace(/^http/, "ws"),
-      connect: (url) =>
-        auth === "header"
-          ? new Ctor(url, [], { headers: { Authorization: `Bearer ${token}` } })
-          : new Ctor(url, [`shiftlock.bearer.${token}`]),
+    const routes = scopeRoutes(checked);
+    const params = scopeParams(checked);
+    const url = (after: bigint): string =>
+      this.transport.url(routes.watch, params, { afterGeneration: after }).replace(/^http/, "ws");
+    url(afterGeneration); // a resume point out of range is refused now, not by a failing handshake
+    const connect = socketOpener(this.options, this.transport.bearerToken());
+    const resume = new CoordResume({
+      url,
       // Tells a permanent refusal (auth, names) from a transient failure.
       probe: async (signal) => {
-        await this.transport.request("GET", [...segments, "capability"], undefined, signal);
+        await this.transport.call(routes.capability, { params }, signal);
       },
-      clock: this.clock,
       afterGeneration,
+      volumeId: checked.volumeId,
+      objectStoreId: checked.objectStoreId,
+    });
+    const socket = new WatchSocket(resume, {
+      ...routes.watch.websocket,
+      connect,
+      clock: this.clock,
       signal: opts.signal,
       pingIntervalMs: this.options.watchPingIntervalMs ?? 30_000,
       reconnectMinMs: this.options.watchReconnectMinMs ?? 100,
       reconnectMaxMs: this.options.watchReconnectMaxMs ?? 5_000,
+      initialAttempts: 3,
     });
+    const watch = new HttpCoordWatch(resume, socket);
     await watch.ready;
     return watch;
   }
@@ -174,7 +149,8 @@ export class HttpCoordinator implements Coordinator {
     const margin = this.timing.safetyMarginMs ?? defaultSafetyMarginMs(ttlMs);
     const giveUpAtMs = opts.waitMs === undefined ? undefined : this.clock.nowMs() + opts.waitMs;
     const chunkMs = this.options.waitChunkMs ?? DEFAULT_WAIT_CHUNK_MS;
-    for (let failures = 0; ;) {
+    const backoff = new Backoff({ minMs: 200, maxMs: 5_000 });
+    for (;;) {
       const now = this.clock.nowMs();
       const waitMs = giveUpAtMs === undefined ? chunkMs : Math.max(0, giveUpAtMs - now);
       // Names this wait so that we can cancel it ourselves: not every proxy tells the
@@ -197,7 +173,7 @@ export class HttpCoordinator implements Coordinator {
         const outOfTime = giveUpAtMs !== undefined && this.clock.nowMs() >= giveUpAtMs;
         if (hasCode(err, "lease_held")) {
           if (giveUpAtMs !== undefined) throw err;
-          failures = 0;
+          backoff.reset();
           continue; // the chunk passed: queue again
         }
         const transient = isNetworkError(err) || (err instanceof ShiftlockError && err.status >= 500);
@@ -206,8 +182,7 @@ export class HttpCoordinator implements Coordinator {
         await this.cancelWait(checked, waiterId);
         if (outOfTime)
           throw new ShiftlockError("lease_held", "write lease is held (waitMs passed)", {}, { cause: err });
-        failures++;
-        await this.clock.sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)), signal);
+        await this.clock.sleep(backoff.next(), signal);
       }
     }
   }
@@ -221,13 +196,10 @@ export class HttpCoordinator implements Coordinator {
     signal: AbortSignal | undefined,
     waiterId?: string,
   ): Promise<LeaseGrant> {
-    const body: Record<string, unknown> = { participantId: scope.participantId, ttlMs };
-    if (waitMs !== undefined && waitMs > 0) {
-      body["waitMs"] = waitMs;
-      if (waiterId !== undefined) body["waiterId"] = waiterId;
-    }
-    const res = await this.transport.request("POST", [...scopeSegments(scope), "leases"], body, signal);
-    return decodeAcquireAnswer(res.body);
+    const waiting = waitMs !== undefined && waitMs > 0;
+    const body = { participantId: scope.participantId, ttlMs, ...(waiting ? { waitMs, waiterId } : {}) };
+    const input = { params: scopeParams(scope), body };
+    return (await this.transport.call(scopeRoutes(scope).acquire, input, signal)).lease;
   }
 
   /**
@@ -241,7 +213,8 @@ export class HttpCoordinator implements Coordinator {
       () => undefined,
     );
     try {
-      await this.transport.request("DELETE", [...scopeSegments(scope), "leases", waiterId], undefined, bound.signal);
+      const params = { ...scopeParams(scope), leaseId: waiterId };
+      await this.transport.call(scopeRoutes(scope).release, { params }, bound.signal);
     } catch {
       // The wait still ends on its own: at waitMs, or its grant expires after the ttl.
     } finally {
@@ -258,19 +231,14 @@ export class HttpCoordinator implements Coordinator {
     keepaliveNow: boolean,
     opts: AcquireOptions,
   ): WriteLease {
-    const base = [...scopeSegments(scope), "leases", grant.leaseId];
+    const routes = scopeRoutes(scope);
+    const params = { ...scopeParams(scope), leaseId: grant.leaseId };
     const driver: LeaseDriver = {
-      keepalive: async (keepaliveTtlMs, signal) =>
-        decodeKeepaliveAnswer(
-          (await this.transport.request("POST", [...base, "keepalive"], { ttlMs: keepaliveTtlMs }, signal)).body,
-        ),
-      refresh: async (signal) =>
-        decodeSnapshot((await this.transport.request("POST", [...base, "refresh"], {}, signal)).body),
-      publish: async (req, signal) =>
-        decodeSnapshot((await this.transport.request("POST", [...base, "publish"], publishBody(req), signal)).body),
-      release: async (signal) => {
-        await this.transport.request("DELETE", base, undefined, signal);
-      },
+      keepalive: (keepaliveTtlMs, signal) =>
+        this.transport.call(routes.keepalive, { params, body: { ttlMs: keepaliveTtlMs } }, signal),
+      refresh: (signal) => this.transport.call(routes.refresh, { params, body: {} }, signal),
+      publish: (req, signal) => this.transport.call(routes.publish, { params, body: publishBody(req) }, signal),
+      release: (signal) => this.transport.call(routes.release, { params }, signal),
     };
     return new HeldWriteLease({
       scope,

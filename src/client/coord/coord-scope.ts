@@ -5,14 +5,16 @@
  * before anything else happens: invalid names are `invalid_request` naming the field; a
  * scope with neither `objectStoreId` nor `key` is the seed's ErrScopeEmpty, reported as
  * `invalid_request` with `details.reason === "scope_empty"` (test with {@link isScopeEmpty}).
- * Paths percent-encode every name, so `/` inside a name never changes the route.
+ * A checked scope names its declared route family ({@link scopeRoutes}), whose paths the
+ * transport fills with percent-encoded names, so `/` inside a name never changes the route.
  *
  * Does not: talk to the network.
  */
-import { DEFAULT_LEASE_TTL_MS, acquireBodySchema } from "../../protocol/coord.ts";
+import { DEFAULT_LEASE_TTL_MS } from "../../protocol/coord.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { nameProblem } from "../../protocol/names.ts";
-import { invalidFromZod } from "../../protocol/zod-invalid.ts";
+import { SCOPE_ROUTE_FAMILIES, type ScopeRoutes } from "../../protocol/scope-routes.ts";
+import { encodeBody } from "../transport/route-codec.ts";
 import type { Scope } from "./coord-types.ts";
 
 /** The message text of the seed's ErrScopeEmpty. */
@@ -56,14 +58,17 @@ export function checkScope(scope: Scope, participant: "required" | "optional" = 
 }
 
 /**
- * Path segments of a scope under `/v1/ns/{ns}`: `volumes/{v}[/stores/{s}][/keys/{k}]`.
- * The transport percent-encodes each segment (a `/` inside a name travels as `%2F`).
+ * The declared routes that address `scope` (src/protocol/scope-routes.ts): the object-store
+ * family, or a keyed family under the volume or under the store.
  */
-export function scopeSegments(scope: CheckedScope): string[] {
-  const segments = ["volumes", scope.volumeId];
-  if (scope.objectStoreId !== "") segments.push("stores", scope.objectStoreId);
-  if (scope.key !== "") segments.push("keys", scope.key);
-  return segments;
+export function scopeRoutes(scope: CheckedScope): ScopeRoutes {
+  if (scope.key === "") return SCOPE_ROUTE_FAMILIES.store;
+  return scope.objectStoreId === "" ? SCOPE_ROUTE_FAMILIES.volumeKey : SCOPE_ROUTE_FAMILIES.storeKey;
+}
+
+/** The path parameters of a scope (a family ignores those its path does not name). */
+export function scopeParams(scope: CheckedScope): { volumeId: string; objectStoreId: string; key: string } {
+  return { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: scope.key };
 }
 
 /** The seed's ErrUnsupported for an operation a keyed scope does not have. */
@@ -71,24 +76,15 @@ export function keyedUnsupported(operation: string): ShiftlockError {
   return new ShiftlockError("unsupported", `coord: unsupported: ${operation} on a keyed scope`);
 }
 
-/** Reject an already-aborted signal the way every coordinator call does first. */
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  signal?.throwIfAborted();
-}
-
 /**
- * Validate acquire options with the server's own schema (ttl 100 ms … 24 h, waitMs 0 … 24 h);
- * returns the effective ttl (default 15 s).
+ * Validate acquire options with the route's own schema (ttl 100 ms … 24 h, waitMs 0 … 24 h),
+ * before any request or queueing; returns the effective ttl (default 15 s).
  */
 export function checkAcquireOptions(
   scope: CheckedScope,
   ttlMs: number | undefined,
   waitMs: number | undefined,
 ): number {
-  const body: Record<string, unknown> = { participantId: scope.participantId };
-  if (ttlMs !== undefined) body["ttlMs"] = ttlMs;
-  if (waitMs !== undefined) body["waitMs"] = waitMs;
-  const parsed = acquireBodySchema.safeParse(body);
-  if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-  return parsed.data.ttlMs ?? DEFAULT_LEASE_TTL_MS;
+  encodeBody(scopeRoutes(scope).acquire, { participantId: scope.participantId, ttlMs, waitMs });
+  return ttlMs ?? DEFAULT_LEASE_TTL_MS;
 }

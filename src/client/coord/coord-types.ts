@@ -8,8 +8,9 @@
  *   `invalid_request` for a scope with neither store nor key (test with `isScopeEmpty`).
  * - A busy lease is a value (`acquired: false`), never an error, for `tryAcquireWriteLease`.
  *
- * Does not: make events authoritative. Watch events are hints (a lagging or reconnecting
- * watch may miss `wantLock`/`unlocked` events); the snapshot is the truth.
+ * Does not: make events authoritative. Watch events are hints (a reconnecting watch cannot
+ * replay `wantLock`/`unlocked` events and yields a synthetic `resumed` hint instead); the
+ * snapshot is the truth.
  */
 
 /**
@@ -76,6 +77,12 @@ export interface CoordEvent {
    * `afterGeneration`: it carries the current generation, root and last key prefix.
    */
   replay?: boolean | undefined;
+  /**
+   * Made by the client, not the server: the watch reconnected, and `wantLock`/`unlocked`
+   * events of the gap cannot be replayed, so this event (with both flags set, at the resume
+   * generation) stands in for any it missed. Treat it as a hint like the others.
+   */
+  resumed?: boolean | undefined;
   /** The root accepted by a publish (or the current root on a replay); undefined when unchanged. */
   rootChanged: unknown;
   /** The key prefix a publish invalidated (or the last one, on a replay). */

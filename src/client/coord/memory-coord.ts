@@ -21,16 +21,15 @@
 import { systemClock, type Clock } from "../../core/clock.ts";
 import {
   HISTORY_RETAINED,
-  capabilityToWire,
   eventToWire,
-  keepaliveBodySchema,
-  publishBodySchema,
-  snapshotToWire,
   type CoordEvent as WireCoordEvent,
   type ScopeId,
 } from "../../protocol/coord.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
-import { invalidFromZod } from "../../protocol/zod-invalid.ts";
+import type { RouteResult, RouteSpec } from "../../protocol/route.ts";
+import { SCOPE_ROUTE_FAMILIES } from "../../protocol/scope-routes.ts";
+import { scopeResultToResponse, type WireResponse } from "../../core/scope-response.ts";
+import { decodeAnswer, encodeBody } from "../transport/route-codec.ts";
 import {
   decideScope,
   emptyScopeState,
@@ -39,8 +38,7 @@ import {
   type ScopeResult,
   type ScopeState,
 } from "../../core/scope-machine.ts";
-import { decodeCapability, decodeEvent, decodeSnapshot, publishBody } from "./coord-decode.ts";
-import { checkAcquireOptions, checkScope, keyedUnsupported, type CheckedScope } from "./coord-scope.ts";
+import { checkAcquireOptions, checkScope, keyedUnsupported, scopeRoutes, type CheckedScope } from "./coord-scope.ts";
 import type {
   AcquireOptions,
   CallOptions,
@@ -55,6 +53,7 @@ import type {
   WaitAcquireOptions,
   WriteLease,
 } from "./coord-types.ts";
+import { publishBody, toClientEvent } from "./coord-values.ts";
 import { MemoryWatch } from "./memory-coord-watch.ts";
 import { HeldWriteLease, type LeaseDriver, type LeaseGrant, type LeaseTimingOptions } from "./write-lease.ts";
 
@@ -95,9 +94,9 @@ export class MemoryCoordinator implements Coordinator {
 
   capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {
     return run(opts, () => {
-      const result = this.apply(this.entry(checkScope(scope)), { kind: "capability" });
-      if (!result.ok || result.kind !== "capability") throw unexpected(result);
-      return { ...decodeCapability(capabilityToWire(result.capability)), backend: "in-memory" };
+      const checked = checkScope(scope);
+      const result = this.apply(this.entry(checked), { kind: "capability" });
+      return { ...answer(scopeRoutes(checked).capability, result), backend: "in-memory" };
     });
   }
 
@@ -105,7 +104,7 @@ export class MemoryCoordinator implements Coordinator {
     return run(opts, () => {
       const checked = checkScope(scope);
       if (checked.keyed) throw keyedUnsupported("snapshot");
-      return this.snapshotOf(this.apply(this.entry(checked), { kind: "snapshot" }));
+      return answer(scopeRoutes(checked).snapshot, this.apply(this.entry(checked), { kind: "snapshot" }));
     });
   }
 
@@ -133,12 +132,9 @@ export class MemoryCoordinator implements Coordinator {
       const entry = this.entry(checked);
       const leaseId = crypto.randomUUID();
       const result = this.apply(entry, acquire(checked, ttlMs, 0, leaseId, crypto.randomUUID()));
-      if (result.ok && result.kind === "granted") {
-        const lease = this.lease(entry, checked, result.lease, ttlMs, this.clock.nowMs(), opts);
-        return { acquired: true, lease };
-      }
       if (!result.ok && result.refusal.code === "lease_held") return { acquired: false, lease: undefined };
-      throw toError(result);
+      const { lease } = answer(scopeRoutes(checked).acquire, result);
+      return { acquired: true, lease: this.lease(entry, checked, lease, ttlMs, this.clock.nowMs(), opts) };
     });
   }
 
@@ -154,13 +150,10 @@ export class MemoryCoordinator implements Coordinator {
     // An absent waitMs waits until the signal aborts (the machine never times it out).
     const waitMs = opts.waitMs ?? Number.POSITIVE_INFINITY;
     const result = this.apply(entry, acquire(checked, ttlMs, waitMs, crypto.randomUUID(), waiterId));
-    if (result.ok && result.kind === "granted") {
+    if (!result.ok || result.kind === "granted") {
       entry.pending.delete(waiterId);
-      return this.lease(entry, checked, result.lease, ttlMs, this.clock.nowMs(), opts);
-    }
-    if (!result.ok) {
-      entry.pending.delete(waiterId);
-      throw toError(result);
+      const { lease } = answer(scopeRoutes(checked).acquire, result);
+      return this.lease(entry, checked, lease, ttlMs, this.clock.nowMs(), opts);
     }
     if (waitMs === 0) {
       entry.pending.delete(waiterId);
@@ -237,7 +230,7 @@ export class MemoryCoordinator implements Coordinator {
       pending?.reject(new ShiftlockError("lease_held", "write lease is held (waitMs passed)"));
     }
     for (const event of step.events) {
-      const decoded = decodeEvent(eventToWire(cloneEvent(event)));
+      const decoded = overTheWire(event);
       for (const watch of entry.watchers) watch.deliver(decoded);
     }
     return step.result;
@@ -266,7 +259,7 @@ export class MemoryCoordinator implements Coordinator {
     const firstIndex = entry.history.findIndex((h) => h.event.generation > afterGeneration);
     const first = entry.history[firstIndex];
     if (first !== undefined && first.previousGeneration <= afterGeneration) {
-      return entry.history.slice(firstIndex).map((h) => decodeEvent(eventToWire(cloneEvent(h.event))));
+      return entry.history.slice(firstIndex).map((h) => overTheWire(h.event));
     }
     const catchUp: WireCoordEvent = {
       processId: "",
@@ -280,13 +273,7 @@ export class MemoryCoordinator implements Coordinator {
       fallbackReason: "",
       replay: true,
     };
-    return [decodeEvent(eventToWire(catchUp))];
-  }
-
-  private snapshotOf(result: ScopeResult): Snapshot {
-    if (!result.ok) throw toError(result);
-    if (result.kind !== "snapshot") throw unexpected(result);
-    return decodeSnapshot(JSON.parse(JSON.stringify(snapshotToWire(result.snapshot))));
+    return [overTheWire(catchUp)];
   }
 
   private lease(
@@ -297,22 +284,17 @@ export class MemoryCoordinator implements Coordinator {
     grantedAtMs: number,
     opts: AcquireOptions,
   ): WriteLease {
+    const routes = scopeRoutes(scope);
+    const leaseId = grant.leaseId;
     const driver: LeaseDriver = {
       keepalive: (keepaliveTtlMs) =>
         attempt(() => {
-          const parsed = keepaliveBodySchema.safeParse({ ttlMs: keepaliveTtlMs });
-          if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-          const result = this.apply(entry, { kind: "keepalive", leaseId: grant.leaseId, ttlMs: keepaliveTtlMs });
-          if (!result.ok) throw toError(result);
-          if (result.kind !== "keepalive") throw unexpected(result);
-          return { lease: { ...result.lease }, wantLock: result.wantLock };
+          encodeBody(routes.keepalive, { ttlMs: keepaliveTtlMs });
+          return answer(routes.keepalive, this.apply(entry, { kind: "keepalive", leaseId, ttlMs: keepaliveTtlMs }));
         }),
-      refresh: () => attempt(() => this.snapshotOf(this.apply(entry, { kind: "refresh", leaseId: grant.leaseId }))),
-      publish: (req) => attempt(() => this.publish(entry, grant.leaseId, req)),
-      release: () =>
-        attempt(() => {
-          this.apply(entry, { kind: "release", leaseId: grant.leaseId });
-        }),
+      refresh: () => attempt(() => answer(routes.refresh, this.apply(entry, { kind: "refresh", leaseId }))),
+      publish: (req) => attempt(() => answer(routes.publish, this.publish(entry, leaseId, req))),
+      release: () => attempt(() => answer(routes.release, this.apply(entry, { kind: "release", leaseId }))),
     };
     return new HeldWriteLease({
       scope,
@@ -326,20 +308,18 @@ export class MemoryCoordinator implements Coordinator {
     });
   }
 
-  private publish(entry: ScopeEntry, leaseId: string, req: PublishRequest): Snapshot {
-    const parsed = publishBodySchema.safeParse(publishBody(req));
-    if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-    const data = parsed.data;
-    return this.snapshotOf(
-      this.apply(entry, {
-        kind: "publish",
-        leaseId,
-        generation: data.generation,
-        expectedGeneration: data.expectedGeneration,
-        ...("root" in data ? { root: { value: cloneJson(data.root) } } : {}),
-        keyPrefixChanged: data.keyPrefixChanged,
-      }),
-    );
+  /** Validate a publish with the route's schema (as the HTTP client does), then apply it. */
+  private publish(entry: ScopeEntry, leaseId: string, req: PublishRequest): ScopeResult {
+    const body = publishBody(req);
+    encodeBody(SCOPE_ROUTE_FAMILIES.store.publish, body);
+    return this.apply(entry, {
+      kind: "publish",
+      leaseId,
+      generation: body.generation,
+      expectedGeneration: body.expectedGeneration,
+      ...("root" in body ? { root: { value: cloneJson(body.root) } } : {}),
+      keyPrefixChanged: body.keyPrefixChanged,
+    });
   }
 }
 
@@ -347,22 +327,25 @@ function acquire(scope: CheckedScope, ttlMs: number, waitMs: number, leaseId: st
   return { kind: "acquire", participantId: scope.participantId, ttlMs, waitMs, leaseId, waiterId };
 }
 
-function toError(result: ScopeResult): ShiftlockError {
-  if (result.ok) return unexpected(result);
-  const { code, message, details } = result.refusal;
-  return new ShiftlockError(code, message, details === undefined ? {} : { ...details });
+/**
+ * A machine result as the HTTP client would see it: rendered to the wire answer the Durable
+ * Object sends, then decoded by the route's schema with the HTTP client's own function.
+ */
+function answer<R extends RouteSpec>(route: R, result: ScopeResult): RouteResult<R> {
+  return decodeAnswer(route, JSON.parse(JSON.stringify(scopeResultToResponse(result))) as WireResponse);
 }
 
-function unexpected(result: ScopeResult): ShiftlockError {
-  return new ShiftlockError("internal", `unexpected machine result ${result.ok ? result.kind : result.refusal.code}`);
+/** An event as a watcher over HTTP decodes it: through its wire text (a deep copy), with the route's schema. */
+function overTheWire(event: WireCoordEvent): CoordEvent {
+  const message = WATCH_MESSAGES.parse(JSON.parse(JSON.stringify(eventToWire(event))));
+  if (message.type !== "event") throw new ShiftlockError("internal", `unexpected watch message ${message.type}`);
+  return toClientEvent(message);
 }
+
+const WATCH_MESSAGES = SCOPE_ROUTE_FAMILIES.store.watch.websocket.server;
 
 function cloneJson(value: unknown): unknown {
   return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
-}
-
-function cloneEvent(event: WireCoordEvent): WireCoordEvent {
-  return { ...event, rootChanged: cloneJson(event.rootChanged) };
 }
 
 /** Run a synchronous body as a promise, honouring an already-aborted signal first. */

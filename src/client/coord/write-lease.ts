@@ -2,15 +2,12 @@
  * `WriteLease`: a held coord write lease, its keepalive loop and its loss signal.
  *
  * Guarantees:
- * - Keepalive runs every ttl/3 (from the send time of the last successful one).
- * - Loss is declared when the server refuses a keepalive (`lease_lost`, 410), when refresh
- *   or publish is refused with `lease_lost`, or when no keepalive has succeeded by the local
- *   deadline. The deadline is measured on the *client* clock from the moment the last
- *   successful keepalive (or the acquire) was *sent*, minus a safety margin: the server
- *   received that request no earlier than it was sent, so its expiry (receive time + ttl) is
- *   later than our deadline whatever the offset between the two clocks. Loss is therefore
- *   declared before the server can grant the lease to anyone else, provided the two clocks
- *   run at the same rate to within the margin (default ttl/10, at most 2 s).
+ * - Keepalive timing and loss detection follow the client's one lease rule
+ *   (src/client/lease-timing.ts): a keepalive every ttl/3 from the send time of the last
+ *   successful one; loss when the server refuses a keepalive (`lease_lost`, 410), when
+ *   refresh or publish is refused with `lease_lost`, or when no keepalive has succeeded by
+ *   `send time + ttl − margin` (default margin max(ttl/10, 50 ms)) — before the server can
+ *   grant the lease to anyone else.
  * - `done` resolves and `signal` aborts exactly once, on release or loss; `err` is the loss
  *   error, undefined while held and after a clean release.
  * - `release()` ignores the caller's cancellation, is bounded by its own timeout (default
@@ -21,19 +18,16 @@
  * smaller epochs; a lease alone cannot stop a paused process from writing late.
  */
 import { type Clock, sleepLinked } from "../../core/clock.ts";
+import type { CoordLease } from "../../protocol/coord.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
+import { LeaseDeadline, defaultRenewIntervalMs, defaultSafetyMarginMs, keepAlive } from "../lease-timing.ts";
+import { Backoff } from "../transport/backoff.ts";
 import { keyedUnsupported } from "./coord-scope.ts";
 import type { CheckedScope } from "./coord-scope.ts";
 import type { CallOptions, PublishRequest, Snapshot, WriteLease } from "./coord-types.ts";
 
-/** The lease as the server granted or extended it. */
-export interface LeaseGrant {
-  leaseId: string;
-  epoch: bigint;
-  participantId: string;
-  /** Server-clock epoch ms. */
-  expiresAtMs: number;
-}
+/** The lease as the server granted or extended it (`expiresAtMs` on the server clock). */
+export type LeaseGrant = CoordLease;
 
 /** The operations a lease needs from its coordinator (HTTP or in-memory). */
 export interface LeaseDriver {
@@ -47,7 +41,7 @@ export interface LeaseDriver {
 
 /** Tuning of a lease's timers. */
 export interface LeaseTimingOptions {
-  /** Subtracted from the local deadline for clock-rate drift and timer lateness (default min(ttl/10, 2000)). */
+  /** Subtracted from the local deadline for clock-rate drift and timer lateness (default max(ttl/10, 50)). */
   safetyMarginMs?: number | undefined;
   /** Bound on `release()` (default 5,000 ms). */
   releaseTimeoutMs?: number | undefined;
@@ -71,11 +65,6 @@ export interface WriteLeaseInit extends LeaseTimingOptions {
 
 const DEFAULT_RELEASE_TIMEOUT_MS = 5_000;
 
-/** The default safety margin for a ttl. */
-export function defaultSafetyMarginMs(ttlMs: number): number {
-  return Math.min(2_000, Math.ceil(ttlMs / 10));
-}
-
 type State = "held" | "releasing" | "released" | "lost";
 
 export class HeldWriteLease implements WriteLease {
@@ -91,15 +80,12 @@ export class HeldWriteLease implements WriteLease {
   private releaseError: Error | undefined;
   private serverExpiresAtMs: number;
   private lastWantLock = false;
-  private deadlineMs: number;
+  private readonly deadline: LeaseDeadline;
   private releasing: Promise<void> | undefined;
   private resolveDone!: () => void;
   private readonly ended = new AbortController();
   /** Stops the keepalive loop (and aborts its in-flight request). */
   private readonly stopLoop = new AbortController();
-  private readonly ttlMs: number;
-  private readonly intervalMs: number;
-  private readonly marginMs: number;
   private readonly releaseTimeoutMs: number;
   private readonly keyed: boolean;
   private readonly driver: LeaseDriver;
@@ -118,16 +104,35 @@ export class HeldWriteLease implements WriteLease {
     this.leaseId = grant.leaseId;
     this.epoch = grant.epoch;
     this.serverExpiresAtMs = grant.expiresAtMs;
-    this.ttlMs = init.ttlMs;
-    this.intervalMs = Math.max(1, Math.floor(init.ttlMs / 3));
-    this.marginMs = init.safetyMarginMs ?? defaultSafetyMarginMs(init.ttlMs);
     this.releaseTimeoutMs = init.releaseTimeoutMs ?? DEFAULT_RELEASE_TIMEOUT_MS;
-    this.deadlineMs = init.requestedAtMs + init.ttlMs - this.marginMs;
+    const marginMs = init.safetyMarginMs ?? defaultSafetyMarginMs(init.ttlMs);
+    this.deadline = new LeaseDeadline(marginMs, init.requestedAtMs + init.ttlMs);
     this.driver = init.driver;
     this.clock = init.clock;
     this.onWantLock = init.onWantLock;
     this.done = new Promise<void>((resolve) => (this.resolveDone = resolve));
-    void this.keepaliveLoop(init.keepaliveNow === true ? init.clock.nowMs() : init.requestedAtMs + this.intervalMs);
+    const intervalMs = defaultRenewIntervalMs(init.ttlMs);
+    void keepAlive({
+      clock: init.clock,
+      deadline: this.deadline,
+      intervalMs,
+      firstAtMs: init.keepaliveNow === true ? init.clock.nowMs() : init.requestedAtMs + intervalMs,
+      stop: this.stopLoop.signal,
+      ttlMs: () => init.ttlMs,
+      send: (ttlMs, signal) => this.driver.keepalive(ttlMs, signal),
+      isRefusal: (err) => hasCode(err, "lease_lost"),
+      renewed: (res) => {
+        this.serverExpiresAtMs = res.lease.expiresAtMs;
+        this.lastWantLock = res.wantLock;
+        if (res.wantLock && this.state === "held") this.notifyWantLock();
+        return undefined;
+      },
+      lost: (error, refused) => this.lose(error, refused),
+      deadlineError: () =>
+        new ShiftlockError("lease_lost", "coord: no keepalive succeeded before the lease deadline", {
+          leaseId: this.leaseId,
+        }),
+    });
   }
 
   get expiresAtMs(): number {
@@ -148,7 +153,7 @@ export class HeldWriteLease implements WriteLease {
 
   /** Client-clock time by which a keepalive must succeed, or the lease is declared lost. */
   get localDeadlineMs(): number {
-    return this.deadlineMs;
+    return this.deadline.lossAtMs;
   }
 
   async refresh(opts: CallOptions = {}): Promise<Snapshot> {
@@ -244,8 +249,9 @@ export class HeldWriteLease implements WriteLease {
       () => undefined,
     );
     let lastError: unknown = timeout;
+    const backoff = new Backoff({ minMs: 50, maxMs: 1_000 });
     try {
-      for (let attempt = 0; !budget.signal.aborted; attempt++) {
+      while (!budget.signal.aborted) {
         try {
           // Race the abort too: a transport that ignores its signal must not outlive the bound.
           await Promise.race([this.driver.release(budget.signal), aborted(budget.signal)]);
@@ -254,7 +260,7 @@ export class HeldWriteLease implements WriteLease {
           if (budget.signal.aborted) break;
           lastError = err;
           if (err instanceof ShiftlockError && err.status < 500 && err.code !== "rate_limited") throw err;
-          await sleepLinked(this.clock, Math.min(1_000, 50 * 2 ** attempt), budget.signal).catch(() => undefined);
+          await sleepLinked(this.clock, backoff.next(), budget.signal).catch(() => undefined);
         }
       }
       throw lastError;
@@ -264,84 +270,12 @@ export class HeldWriteLease implements WriteLease {
     }
   }
 
-  /** The keepalive loop; never rejects. */
-  private async keepaliveLoop(firstAtMs: number): Promise<void> {
-    const stop = this.stopLoop.signal;
-    let nextAtMs = firstAtMs;
-    const retryMs = Math.max(1, Math.floor(this.intervalMs / 4));
-    try {
-      while (!stop.aborted) {
-        const waitMs = Math.min(nextAtMs, this.deadlineMs) - this.clock.nowMs();
-        if (waitMs > 0) await sleepLinked(this.clock, waitMs, stop);
-        if (stop.aborted) return;
-        if (this.clock.nowMs() >= this.deadlineMs) {
-          this.lose(this.deadlineError());
-          return;
-        }
-        if (this.clock.nowMs() < nextAtMs) continue;
-        const sentAtMs = this.clock.nowMs();
-        const outcome = await this.keepaliveOnce(stop);
-        if (stop.aborted) return;
-        if (outcome.kind === "ok") {
-          this.deadlineMs = Math.max(this.deadlineMs, sentAtMs + this.ttlMs - this.marginMs);
-          nextAtMs = sentAtMs + this.intervalMs;
-        } else if (outcome.kind === "lost") {
-          this.lose(outcome.error, true);
-          return;
-        } else if (outcome.kind === "deadline") {
-          this.lose(this.deadlineError());
-          return;
-        } else {
-          nextAtMs = this.clock.nowMs() + retryMs;
-        }
-      }
-    } catch {
-      // stop aborted a sleep: released or lost
-    }
-  }
-
-  /** One keepalive raced against the local deadline. */
-  private async keepaliveOnce(
-    stop: AbortSignal,
-  ): Promise<{ kind: "ok" } | { kind: "lost"; error: Error } | { kind: "deadline" } | { kind: "retry" }> {
-    const attempt = new AbortController();
-    const onStop = (): void => attempt.abort(stop.reason);
-    stop.addEventListener("abort", onStop, { once: true });
-    try {
-      const deadline = this.clock
-        .sleep(this.deadlineMs - this.clock.nowMs(), attempt.signal)
-        .then(() => ({ kind: "deadline" }) as const)
-        .catch(() => ({ kind: "retry" }) as const);
-      const call = this.driver.keepalive(this.ttlMs, attempt.signal).then(
-        (res) => {
-          this.serverExpiresAtMs = res.lease.expiresAtMs;
-          this.lastWantLock = res.wantLock;
-          return { kind: "ok" as const, wantLock: res.wantLock };
-        },
-        (err: unknown) =>
-          hasCode(err, "lease_lost") ? { kind: "lost" as const, error: err } : ({ kind: "retry" } as const),
-      );
-      const outcome = await Promise.race([call, deadline]);
-      if (outcome.kind === "ok" && outcome.wantLock && this.state === "held") this.notifyWantLock();
-      return outcome;
-    } finally {
-      stop.removeEventListener("abort", onStop);
-      attempt.abort();
-    }
-  }
-
   private notifyWantLock(): void {
     try {
       this.onWantLock?.();
     } catch (err) {
       console.error("onWantLock callback threw", err);
     }
-  }
-
-  private deadlineError(): ShiftlockError {
-    return new ShiftlockError("lease_lost", "coord: no keepalive succeeded before the lease deadline", {
-      leaseId: this.leaseId,
-    });
   }
 }
 

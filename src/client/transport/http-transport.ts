@@ -1,23 +1,38 @@
 /**
- * The HTTP transport of the client: one JSON request to the shiftlock API.
+ * The HTTP transport of the client: one request to a declared route of the shiftlock API.
  *
  * Guarantees:
- * - Runs wherever `fetch` exists (Workers, Node ≥ 20, browsers); `fetch` is injectable.
- * - Sends `Authorization: Bearer <token>`; path segments are percent-encoded with
- *   `encodeURIComponent`, so a `/` inside a name travels as `%2F` (SPEC §2).
- * - `bigint` values in a request body are sent as canonical decimal strings.
+ * - `call(route, input)` is typed from the route's declaration: its path parameters, query,
+ *   body and result are the schemas' own types, so a field added to a schema reaches every
+ *   caller through the type checker. The URL is the route's path template filled with
+ *   percent-encoded names (a `/` inside a name travels as `%2F`, SPEC §2) under this
+ *   transport's namespace; query and body are encoded, and the answer decoded, by the
+ *   route's schemas (see route-codec.ts, shared with the in-memory backends).
+ * - Runs wherever `fetch` exists (Workers, Node ≥ 20, browsers); `fetch` is injectable, and
+ *   the global one is called bound (an unbound `fetch` throws "Illegal invocation").
+ * - Sends `Authorization: Bearer <token>` on every request.
  * - A non-2xx answer rejects with {@link ShiftlockError} rebuilt from the envelope (same
- *   class, `code` and details as the server raised; `claim_held`'s `details.claim` decoded
- *   to a `ClaimRecord`); a `Retry-After` header lands in `details.retryAfterMs`.
+ *   class, `code` and details the server raised); a `Retry-After` header lands in
+ *   `details.retryAfterMs`.
  * - A network failure (no HTTP answer at all) rejects with a ShiftlockError of code
  *   `internal` whose `details.network` is `true` and whose `cause` is the underlying error:
  *   the request may or may not have reached the server (retry with the same operation id).
  * - Cancellation via `signal` rejects with the signal's reason, unwrapped, as `fetch` does.
  *
- * Does not: retry, or decode response bodies beyond JSON (the backends decode records).
+ * Does not: retry (callers decide what is safe to repeat), or open WebSockets (watch-socket.ts).
  */
 import { ShiftlockError } from "../../protocol/errors.ts";
-import { withDecodedClaim } from "../claims/decode.ts";
+import type { RouteQuery, RouteResult, RouteSpec } from "../../protocol/route.ts";
+import { fillPath, pathParamNames } from "../../protocol/route.ts";
+import {
+  checkPathParams,
+  decodeAnswer,
+  encodeBody,
+  encodeQuery,
+  type CallInput,
+  type CallParams,
+  type WireAnswer,
+} from "./route-codec.ts";
 
 /** The `fetch` signature the client needs (the global one, or a test double). */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
@@ -33,25 +48,9 @@ export interface HttpTransportOptions {
   fetch?: FetchLike;
 }
 
-/** A JSON answer: the status and the parsed body (undefined for an empty body). */
-export interface JsonResponse {
-  status: number;
-  body: unknown;
-}
-
-/** JSON with bigint → decimal string (the wire form of every 64-bit counter). */
-export function encodeJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? v.toString(10) : v));
-}
-
 /** True when `err` is the transport's "no HTTP answer" failure. */
 export function isNetworkError(err: unknown): err is ShiftlockError {
   return err instanceof ShiftlockError && err.details["network"] === true;
-}
-
-/** Percent-encode each path segment (names may contain `/`, spaces, any Unicode). */
-export function encodePath(segments: readonly string[]): string {
-  return segments.map((s) => `/${encodeURIComponent(s)}`).join("");
 }
 
 function retryAfterMs(header: string | null): number | undefined {
@@ -79,37 +78,53 @@ export class HttpTransport {
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 
-  /** Absolute URL of `segments` under `/v1/ns/{namespace}`. */
-  url(segments: readonly string[], query?: Record<string, string>): string {
-    const qs = query === undefined ? "" : `?${new URLSearchParams(query).toString()}`;
-    return `${this.baseUrl}/v1/ns/${encodeURIComponent(this.namespace)}${encodePath(segments)}${qs}`;
-  }
-
   /** The bearer token, for the WebSocket handshake. */
   bearerToken(): string {
     return this.token;
   }
 
   /**
-   * Send one request and return the 2xx answer; anything else rejects (see module doc).
+   * Absolute URL of `route` with `params` (names checked, percent-encoded) and `query`
+   * (encoded by the route's schema). Throws `invalid_request` naming a bad field.
    */
-  async request(
-    method: "GET" | "POST" | "PATCH" | "DELETE",
-    segments: readonly string[],
-    body?: unknown,
-    signal?: AbortSignal,
-  ): Promise<JsonResponse> {
+  url<R extends RouteSpec>(route: R, params: CallParams<R>, query?: RouteQuery<R>): string {
+    return this.fill(route, params, query);
+  }
+
+  /** Send one request to `route` and decode its answer (see the module doc). */
+  async call<R extends RouteSpec>(route: R, input: CallInput<R>, signal?: AbortSignal): Promise<RouteResult<R>> {
+    const { params, query, body } = input as {
+      params?: Readonly<Record<string, string>>;
+      query?: unknown;
+      body?: unknown;
+    };
+    const url = this.fill(route, params ?? {}, query);
+    const wireBody = encodeBody(route, body);
+    const answer = await this.send(route.method, url, wireBody, signal);
+    return decodeAnswer(route, answer);
+  }
+
+  private fill(route: RouteSpec, params: Readonly<Record<string, string>>, query: unknown): string {
+    const all: Record<string, string> = { ...params, ns: this.namespace };
+    for (const name of pathParamNames(route.path)) {
+      if (all[name] === undefined) throw new ShiftlockError("invalid_request", `${name} is required`, { field: name });
+    }
+    checkPathParams(route, all);
+    return `${this.baseUrl}${fillPath(route.path, all)}${encodeQuery(route, query)}`;
+  }
+
+  private async send(method: string, url: string, body: unknown, signal: AbortSignal | undefined): Promise<WireAnswer> {
     signal?.throwIfAborted();
     const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, Accept: "application/json" };
     const init: RequestInit = { method, headers };
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
-      init.body = encodeJson(body);
+      init.body = JSON.stringify(body);
     }
     if (signal !== undefined) init.signal = signal;
     let res: Response;
     try {
-      res = await this.fetchImpl(this.url(segments), init);
+      res = await this.fetchImpl(url, init);
     } catch (err) {
       if (signal?.aborted === true) throw signal.reason;
       throw new ShiftlockError("internal", `network error: ${describe(err)}`, { network: true }, { cause: err });
@@ -124,11 +139,7 @@ export class HttpTransport {
         throw new ShiftlockError("internal", `malformed response (HTTP ${res.status})`, { status: res.status });
       parsed = undefined;
     }
-    if (res.ok) return { status: res.status, body: parsed };
-    const error = withDecodedClaim(ShiftlockError.fromEnvelope(parsed, res.status));
-    const after = retryAfterMs(res.headers.get("Retry-After"));
-    if (after !== undefined) error.details["retryAfterMs"] = after;
-    throw error;
+    return { status: res.status, body: parsed, retryAfterMs: retryAfterMs(res.headers.get("Retry-After")) };
   }
 }
 

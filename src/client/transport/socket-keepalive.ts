@@ -1,6 +1,6 @@
 /**
- * What both client watches (claims, coord) do with a live socket: keep it alive, notice
- * when it died silently, and read its JSON frames.
+ * What the watch socket does with a live connection: keep it alive, notice when it died
+ * silently, and read its JSON frames.
  *
  * Guarantees: a socket that delivered nothing for a whole ping interval is closed (the
  * watch then reconnects and resumes), so a black-holed connection never stalls a watch
@@ -8,9 +8,7 @@
  */
 import type { Clock } from "../../core/clock.ts";
 import { WATCH_PING_TEXT } from "../../protocol/watch.ts";
-import type { WebSocketLike } from "./claim-watch-socket.ts";
-
-const OPEN = 1;
+import { OPEN, type WebSocketLike } from "./websocket.ts";
 
 /** Close a client socket without throwing (it may be closing or never opened). */
 export function closeQuietly(socket: WebSocketLike): void {
