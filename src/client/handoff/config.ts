@@ -12,6 +12,8 @@ import { ShiftlockError } from "../../protocol/errors.ts";
 import { TTL_MAX_MS, TTL_MIN_MS } from "../../protocol/fields.ts";
 import { nameProblem } from "../../protocol/names.ts";
 import type { ClaimsBackend } from "../claims/claims-backend.ts";
+import { defaultRenewIntervalMs, defaultSafetyMarginMs } from "../lease-timing.ts";
+import { defaultGenerationId } from "./ids.ts";
 
 /** What a service passes to {@link GenerationSession.open}. Durations in milliseconds. */
 export interface GenerationSessionConfig {
@@ -21,7 +23,7 @@ export interface GenerationSessionConfig {
   instanceId: string;
   /** Where claims live (`HttpClaimsBackend` or `MemoryClaimsBackend`). Required. */
   backend: ClaimsBackend;
-  /** Defaults to `<service>-<instanceId>-<nowMs>`. */
+  /** Defaults to `<service>-<instanceId>-<nowMs>` (shortened with a hash to fit 256 bytes). */
   generationId?: string;
   /** Lease duration of every claim; default 15 000, within 100 … 86 400 000. */
   leaseTtlMs?: number;
@@ -35,7 +37,7 @@ export interface GenerationSessionConfig {
   drainTimeoutMs?: number;
   /**
    * The loss signal fires this long before the locally computed server deadline when no
-   * renew has succeeded; default `max(leaseTtlMs / 10, 50)`. Covers clock-rate drift and
+   * renew has succeeded; default `max(leaseTtlMs / 10, 50)` (src/client/lease-timing.ts). Covers clock-rate drift and
    * event-loop delay; it does not cover a paused process (see docs/handoff.md).
    */
   safetyMarginMs?: number;
@@ -44,19 +46,19 @@ export interface GenerationSessionConfig {
 }
 
 export interface ResolvedConfig {
-  service: string;
-  instanceId: string;
-  backend: ClaimsBackend;
-  generationId: string;
-  leaseTtlMs: number;
-  renewIntervalMs: number;
-  acquireIntervalMs: number;
-  transferTimeoutMs: number;
-  drainTimeoutMs: number;
-  safetyMarginMs: number;
+  readonly service: string;
+  readonly instanceId: string;
+  readonly backend: ClaimsBackend;
+  readonly generationId: string;
+  readonly leaseTtlMs: number;
+  readonly renewIntervalMs: number;
+  readonly acquireIntervalMs: number;
+  readonly transferTimeoutMs: number;
+  readonly drainTimeoutMs: number;
+  readonly safetyMarginMs: number;
   /** TTL of a transfer reservation: long enough to outlive the transfer timeout. */
-  reservationTtlMs: number;
-  clock: Clock;
+  readonly reservationTtlMs: number;
+  readonly clock: Clock;
 }
 
 function invalid(field: string, message: string): ShiftlockError {
@@ -86,14 +88,14 @@ export function resolveConfig(config: GenerationSessionConfig): ResolvedConfig {
   const safetyMarginMs = duration(
     "safetyMarginMs",
     config.safetyMarginMs,
-    Math.max(Math.floor(leaseTtlMs / 10), 50),
+    defaultSafetyMarginMs(leaseTtlMs),
     0,
     leaseTtlMs - 1,
   );
   const renewIntervalMs = duration(
     "renewIntervalMs",
     config.renewIntervalMs,
-    Math.floor(leaseTtlMs / 3),
+    defaultRenewIntervalMs(leaseTtlMs),
     1,
     TTL_MAX_MS,
   );
@@ -103,7 +105,10 @@ export function resolveConfig(config: GenerationSessionConfig): ResolvedConfig {
   const acquireIntervalMs = duration("acquireIntervalMs", config.acquireIntervalMs, 500, 1, TTL_MAX_MS);
   const transferTimeoutMs = duration("transferTimeoutMs", config.transferTimeoutMs, 30_000, 1, TTL_MAX_MS);
   const drainTimeoutMs = duration("drainTimeoutMs", config.drainTimeoutMs, 30_000, 0, TTL_MAX_MS);
-  const generationId = requireName("generationId", config.generationId ?? `${service}-${instanceId}-${clock.nowMs()}`);
+  const generationId = requireName(
+    "generationId",
+    config.generationId ?? defaultGenerationId(service, instanceId, clock.nowMs()),
+  );
   // As the Go reference: a reservation outlives the transfer timeout by a renew period, so
   // the timeout watcher (not expiry) decides a stalled transfer.
   const reservationTtlMs = Math.min(

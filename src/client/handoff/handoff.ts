@@ -24,7 +24,7 @@
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
-import type { ClaimHandle } from "./claim-handle.ts";
+import type { ClaimSlot } from "./claim-slot.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { DrainGroup } from "./drain-group.ts";
 import type { RuntimeEvents } from "./events.ts";
@@ -70,7 +70,7 @@ export interface StepOptions {
 }
 
 interface Member {
-  handle: ClaimHandle;
+  handle: ClaimSlot;
   lease: Lease;
   operationIds: { prepare: string; commit: string; abort: string };
 }
@@ -88,7 +88,7 @@ export class Handoff {
   constructor(
     private readonly host: HandoffHost,
     readonly successor: string,
-    handles: ClaimHandle[],
+    handles: ClaimSlot[],
   ) {
     this.fromState = host.state;
     this.members = handles
@@ -255,7 +255,7 @@ export class Handoff {
     // The local deadline stays the last renew's bound: a renew in flight may be applied
     // after this prepare and shorten the expiry again. From now on renewals carry the
     // reservation ttl.
-    m.lease.reserved = true;
+    m.handle.setReserved(m.lease, true);
   }
 
   /** A refused prepare proves this epoch is over (`not_owner`, `stale_token`, gone): the lease is lost. */
@@ -328,7 +328,7 @@ export class Handoff {
             operationId: m.operationIds.abort,
           }),
         );
-        m.lease.reserved = false;
+        m.handle.setReserved(m.lease, false);
         events.emit("transfer.aborted", {
           claim: m.handle.name,
           token: m.lease.token,

@@ -10,6 +10,7 @@
  */
 import { type Clock, sleepLinked } from "../../core/clock.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
+import { Backoff } from "../transport/backoff.ts";
 
 /** True for failures worth retrying: no answer from the service, or a server-side hiccup. */
 export function isTransient(err: unknown): boolean {
@@ -26,7 +27,8 @@ export function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal 
 
 /**
  * Call `fn` until it succeeds, fails with a non-transient error, `untilMs` passes on
- * `clock`, or `signal` aborts. Backoff doubles from 50 ms to 1 s.
+ * `clock`, or `signal` aborts, waiting through the client's one backoff (50 ms doubling to
+ * 1 s, jittered).
  */
 export async function retryTransient<T>(
   clock: Clock,
@@ -35,7 +37,7 @@ export async function retryTransient<T>(
   signal?: AbortSignal,
   onRetry?: (err: unknown) => void,
 ): Promise<T> {
-  let backoffMs = 50;
+  const backoff = new Backoff({ minMs: 50, maxMs: 1_000 });
   for (;;) {
     signal?.throwIfAborted();
     try {
@@ -45,8 +47,7 @@ export async function retryTransient<T>(
       const left = untilMs - clock.nowMs();
       if (left <= 0) throw err;
       onRetry?.(err);
-      await sleepLinked(clock, Math.min(backoffMs, left), signal);
-      backoffMs = Math.min(backoffMs * 2, 1_000);
+      await sleepLinked(clock, Math.min(backoff.next(), left), signal);
     }
   }
 }

@@ -13,6 +13,11 @@
  * - `close()` ends every lease (signals fire), stops every renew loop and pending wait,
  *   releases held claims on the server unless `{ release: false }`, and retires the
  *   generation. It is idempotent.
+ * - Operation ids (`<generation>:<op>:<claim>:<seq>`) are valid names whatever the names
+ *   involved (ids.ts), unique per step; a retried step reuses its id.
+ * - What claims and handoffs need from the session (acquire checks, operation ids,
+ *   retiring) is an internal host object, not a member of the class: the public API is
+ *   what a service calls.
  *
  * Does not: make claims depend on generation state (the server never checks it; fencing
  * tokens are the safety mechanism), or survive a process restart (a restarted process is
@@ -22,33 +27,58 @@ import type { GenerationState } from "../../protocol/generations.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { nameProblem } from "../../protocol/names.ts";
 import { canTransition } from "../../core/generation-machine.ts";
-import { ClaimHandle, type SessionContext } from "./claim-handle.ts";
+import { ClaimHandle } from "./claim-handle.ts";
+import { ClaimSlot, type SessionContext } from "./claim-slot.ts";
 import { resolveConfig, type GenerationSessionConfig, type ResolvedConfig } from "./config.ts";
 import { DrainGroup } from "./drain-group.ts";
 import { RuntimeEvents, type RuntimeEvent, type RuntimeEventType, type RuntimeListener } from "./events.ts";
 import { Handoff, type HandoffHost, type HandoffResult, type StepOptions } from "./handoff.ts";
+import { operationId } from "./ids.ts";
 
 export interface CloseOptions {
   /** Release held claims on the server so a successor need not wait for expiry; default true. */
   release?: boolean;
 }
 
-export class GenerationSession implements SessionContext, HandoffHost, AsyncDisposable {
+export class GenerationSession implements AsyncDisposable {
+  /** The validated configuration, defaults applied. */
   readonly cfg: ResolvedConfig;
-  readonly events: RuntimeEvents;
   /** In-flight work of this generation; a handoff drains it. */
   readonly drain = new DrainGroup();
+  private readonly events: RuntimeEvents;
   private stateNow: GenerationState = "joining";
-  private readonly handles = new Map<string, ClaimHandle>();
+  private readonly slots = new Map<string, { slot: ClaimSlot; handle: ClaimHandle }>();
   private readonly closeController = new AbortController();
   private stateChain: Promise<void> = Promise.resolve();
   private seq = 0;
   private current: Handoff | undefined;
+  /** What claim slots and handoffs may ask of this session. */
+  private readonly host: SessionContext & HandoffHost;
 
   /** Validate the config. Call {@link register} (or use {@link GenerationSession.open}) next. */
   constructor(config: GenerationSessionConfig) {
     this.cfg = resolveConfig(config);
     this.events = new RuntimeEvents(this.cfg.generationId, () => this.cfg.clock.nowMs());
+    const state = (): GenerationState => this.stateNow;
+    this.host = {
+      cfg: this.cfg,
+      events: this.events,
+      drain: this.drain,
+      get state() {
+        return state();
+      },
+      closedSignal: this.closeController.signal,
+      assertCanAcquire: () => this.assertCanAcquire(),
+      noteAcquired: () => {
+        if (this.stateNow !== "active") this.transition("active", "acquired");
+      },
+      operationId: (op, claim) => operationId(this.cfg.generationId, op, claim, ++this.seq),
+      transition: (to, reason) => this.transition(to, reason),
+      retire: () => this.retire(),
+      handoffEnded: (handoff) => {
+        if (this.current === handoff) this.current = undefined;
+      },
+    };
   }
 
   /**
@@ -118,14 +148,17 @@ export class GenerationSession implements SessionContext, HandoffHost, AsyncDisp
     const problem = nameProblem(name);
     if (problem !== undefined)
       throw new ShiftlockError("invalid_request", `claim name: ${problem}`, { field: "claim" });
-    let handle = this.handles.get(name);
-    if (handle === undefined) this.handles.set(name, (handle = new ClaimHandle(name, this)));
-    return handle;
+    let entry = this.slots.get(name);
+    if (entry === undefined) {
+      const slot = new ClaimSlot(name, this.host);
+      this.slots.set(name, (entry = { slot, handle: new ClaimHandle(slot) }));
+    }
+    return entry.handle;
   }
 
   /** Names of the claims this generation currently holds a lease on. */
   heldClaims(): string[] {
-    return [...this.handles.values()].filter((h) => h.lease !== undefined).map((h) => h.name);
+    return [...this.slots.values()].filter(({ slot }) => slot.lease !== undefined).map(({ slot }) => slot.name);
   }
 
   /**
@@ -151,7 +184,11 @@ export class GenerationSession implements SessionContext, HandoffHost, AsyncDisp
         reason: this.stateNow,
       });
     }
-    this.current = new Handoff(this, successor, [...this.handles.values()]);
+    this.current = new Handoff(
+      this.host,
+      successor,
+      [...this.slots.values()].map(({ slot }) => slot),
+    );
     return this.current;
   }
 
@@ -189,15 +226,15 @@ export class GenerationSession implements SessionContext, HandoffHost, AsyncDisp
     this.closeController.abort(closedError());
     this.drain.close();
     const releases: Promise<void>[] = [];
-    for (const handle of this.handles.values()) {
-      if (opts.release !== false && handle.lease !== undefined) {
+    for (const { slot } of this.slots.values()) {
+      if (opts.release !== false && slot.lease !== undefined) {
         releases.push(
-          handle.release().catch((err: unknown) => {
-            this.events.emit("error", { op: "close-release", claim: handle.name, error: err as Error });
+          slot.release().catch((err: unknown) => {
+            this.events.emit("error", { op: "close-release", claim: slot.name, error: err as Error });
           }),
         );
       } else {
-        handle.endLease("closed");
+        slot.endLease("closed");
       }
     }
     await Promise.all(releases);
@@ -235,8 +272,7 @@ export class GenerationSession implements SessionContext, HandoffHost, AsyncDisp
     );
   }
 
-  /** @internal */
-  assertCanAcquire(): void {
+  private assertCanAcquire(): void {
     if (this.closed) throw closedError();
     if (this.current !== undefined) {
       throw new ShiftlockError("invalid_state", "a handoff is in progress", { reason: "handoff_in_progress" });
@@ -246,29 +282,13 @@ export class GenerationSession implements SessionContext, HandoffHost, AsyncDisp
     }
   }
 
-  /** @internal */
-  noteAcquired(): void {
-    if (this.stateNow !== "active") this.transition("active", "acquired");
-  }
-
-  /** @internal */
-  operationId(op: string, claim: string): string {
-    this.seq++;
-    return `${this.cfg.generationId}:${op}:${claim}:${this.seq}`.slice(0, 256);
-  }
-
-  /** @internal Every claim was committed to the successor. */
-  retire(): void {
+  /** Every claim was committed to the successor. */
+  private retire(): void {
     this.transition("retired", "retired");
     this.closeController.abort(closedError());
     this.drain.close();
-    for (const handle of this.handles.values()) handle.endLease("closed");
+    for (const { slot } of this.slots.values()) slot.endLease("closed");
     this.events.emit("closed", {});
-  }
-
-  /** @internal */
-  handoffEnded(handoff: Handoff): void {
-    if (this.current === handoff) this.current = undefined;
   }
 }
 

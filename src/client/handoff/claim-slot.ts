@@ -1,0 +1,354 @@
+/**
+ * ClaimSlot: the runtime's side of one named claim of a generation session — acquiring it,
+ * keeping it renewed, releasing it, adopting it after a handoff, and what the session and
+ * a handoff may do to it. `ClaimHandle` is its public face; nothing here is exported from
+ * the package entry.
+ *
+ * Guarantees:
+ * - At most one live {@link Lease} per claim; concurrent `tryAcquire`/`waitForOwnership`
+ *   callers share one backend call and receive the same lease.
+ * - No orphan ownership: an acquire that succeeds after every caller gave up (signal
+ *   aborted) or after the session closed is released again at once.
+ * - While a lease is held it is renewed by the client's one lease rule
+ *   (src/client/lease-timing.ts): a refused renew (`not_owner`, `stale_token`,
+ *   `claim_not_found`) ends it as lost at once; a transient failure is retried until
+ *   `deadlineMs - safetyMarginMs`, and only then is the lease lost — before the server can
+ *   expire it and let anyone else acquire.
+ * - A voluntary release stops renewal first: it never reports a loss.
+ *
+ * Does not: check that the claim name is registered anywhere (claims never are), or
+ * release claims when the process dies (the server's TTL does that).
+ */
+import type { ClaimRecord } from "../../protocol/claims.ts";
+import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
+import type { GenerationState } from "../../protocol/generations.ts";
+import type { ClaimWatch, ClaimWatchItem } from "../claims/claims-backend.ts";
+import { LeaseDeadline, keepAlive } from "../lease-timing.ts";
+import type { ClaimAcquireOptions, ClaimWaitOptions } from "./claim-handle.ts";
+import type { ResolvedConfig } from "./config.ts";
+import type { RuntimeEvents } from "./events.ts";
+import { Lease, type LeaseControl } from "./lease.ts";
+import { anySignal, isTransient, retryTransient } from "./retry.ts";
+
+/** Codes that mean the claim is no longer ours: retrying cannot help. */
+export const REFUSED = ["not_owner", "stale_token", "claim_not_found"] as const;
+
+/** What a claim needs from its session. */
+export interface SessionContext {
+  readonly cfg: ResolvedConfig;
+  readonly events: RuntimeEvents;
+  /** Aborts when the session closes. */
+  readonly closedSignal: AbortSignal;
+  readonly state: GenerationState;
+  /** Throws `invalid_state` when the generation may not take claims now. */
+  assertCanAcquire(): void;
+  /** A fresh ownership was installed (standby → active). */
+  noteAcquired(): void;
+  /** `<generation>:<op>:<claim>:<seq>`, unique per session and a valid name. */
+  operationId(op: string, claim: string): string;
+}
+
+interface Held {
+  lease: Lease;
+  control: LeaseControl;
+  /** Stops this lease's renew loop. */
+  renewStop: AbortController;
+}
+
+export class ClaimSlot {
+  private current: Held | undefined;
+  private inflight: Promise<Lease> | undefined;
+  private readonly interested = new Set<object>();
+  /** Renewals pause while a commit decides the lease's fate (its refusal is not a loss). */
+  committing = false;
+
+  constructor(
+    readonly name: string,
+    private readonly session: SessionContext,
+  ) {}
+
+  /** The live lease, if this generation holds the claim. */
+  get lease(): Lease | undefined {
+    return this.current?.lease.held === true ? this.current.lease : undefined;
+  }
+
+  async tryAcquire(opts: ClaimAcquireOptions = {}): Promise<Lease> {
+    const held = this.lease;
+    if (held !== undefined) return held;
+    this.session.assertCanAcquire();
+    opts.signal?.throwIfAborted();
+    this.inflight ??= this.acquireOnce().finally(() => {
+      this.inflight = undefined;
+    });
+    const shared = this.inflight;
+    const me = {};
+    this.interested.add(me);
+    try {
+      return await new Promise<Lease>((resolve, reject) => {
+        const onAbort = (): void => {
+          // Synchronously, so a response arriving in the same tick sees nobody waiting.
+          this.interested.delete(me);
+          reject(opts.signal?.reason as Error);
+        };
+        opts.signal?.addEventListener("abort", onAbort, { once: true });
+        shared.then(
+          (lease) => {
+            opts.signal?.removeEventListener("abort", onAbort);
+            resolve(lease);
+          },
+          (err: unknown) => {
+            opts.signal?.removeEventListener("abort", onAbort);
+            reject(err instanceof Error ? err : new Error(String(err)));
+          },
+        );
+      });
+    } finally {
+      this.interested.delete(me);
+    }
+  }
+
+  async waitForOwnership(opts: ClaimWaitOptions = {}): Promise<Lease> {
+    const { cfg } = this.session;
+    const stop = anySignal(opts.signal, this.session.closedSignal);
+    let wake: (() => void) | undefined;
+    let committed: { record: ClaimRecord; deadlineMs: number } | undefined;
+    const onItem = (item: ClaimWatchItem): void => {
+      if (item.type === "event" && item.reason === "transfer_committed" && this.isMine(item.claim)) {
+        // The commit event itself proves ownership: adopt without another round trip. The
+        // remaining ttl is counted from the event's arrival; the first renew, sent at
+        // once, re-bases the deadline on a measured round trip.
+        committed = { record: item.claim, deadlineMs: cfg.clock.nowMs() + (item.claim.expiresAtMs - item.timeMs) };
+      }
+      wake?.();
+    };
+    const watch = opts.watch === false ? undefined : this.startWakeWatch(onItem, stop);
+    try {
+      for (;;) {
+        const held = this.lease;
+        if (held !== undefined) return held;
+        if (committed !== undefined) {
+          const { record, deadlineMs } = committed;
+          committed = undefined;
+          if (deadlineMs - cfg.safetyMarginMs > cfg.clock.nowMs()) return this.adopt(record, deadlineMs);
+        }
+        try {
+          return await this.tryAcquire({ signal: stop });
+        } catch (err) {
+          if (stop.aborted) throw this.stopReason(opts.signal);
+          if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isTransient(err)) throw err;
+        }
+        if (committed !== undefined) continue;
+        const pause = new AbortController();
+        const woken = new Promise<void>((resolve) => (wake = resolve));
+        const slept = cfg.clock.sleep(cfg.acquireIntervalMs, AbortSignal.any([stop, pause.signal])).catch(() => {});
+        await Promise.race([woken, slept]);
+        pause.abort();
+        wake = undefined;
+        if (stop.aborted) throw this.stopReason(opts.signal);
+      }
+    } finally {
+      watch?.close();
+    }
+  }
+
+  adopt(record: ClaimRecord, deadlineMs: number): Lease {
+    const held = this.lease;
+    if (held !== undefined && held.token === record.fencingToken) return held;
+    this.session.assertCanAcquire();
+    if (record.ownerGeneration !== this.session.cfg.generationId || record.phase !== "owned") {
+      throw new ShiftlockError("not_owner", `claim ${JSON.stringify(this.name)} is not owned by this generation`, {
+        claim: record.name,
+      });
+    }
+    return this.install(record.fencingToken, deadlineMs, true);
+  }
+
+  /** Release the current lease, if any. */
+  async release(): Promise<void> {
+    const lease = this.current?.lease;
+    if (lease !== undefined) await this.releaseLease(lease);
+  }
+
+  /** End the lease without a server call (commit, close). */
+  endLease(reason: "transferred" | "closed"): Lease | undefined {
+    const held = this.takeCurrent();
+    if (held?.control.end(reason) === true) {
+      this.session.events.emit("claim.released", { claim: this.name, token: held.lease.token, reason });
+    }
+    return held?.lease;
+  }
+
+  /** Declare `lease` lost (refusal or deadline); ignored when it is not the current lease. */
+  lose(lease: Lease, cause: Error): void {
+    if (lease !== this.current?.lease) return;
+    const held = this.takeCurrent();
+    if (held?.control.end("lost", cause) === true) {
+      this.session.events.emit("claim.lost", { claim: this.name, token: lease.token, error: cause });
+    }
+  }
+
+  /** Mark `lease` reserved for a successor (renewals then carry the reservation ttl), or not. */
+  setReserved(lease: Lease, reserved: boolean): void {
+    if (lease === this.current?.lease) this.current.control.setReserved(reserved);
+  }
+
+  private async releaseLease(lease: Lease): Promise<void> {
+    if (lease !== this.current?.lease || !lease.held) return;
+    const { cfg } = this.session;
+    const held = this.takeCurrent();
+    // End locally first: protected work stops before ownership is given up on the server.
+    held?.control.end("released");
+    this.session.events.emit("claim.released", { claim: this.name, token: lease.token, reason: "released" });
+    const operationId = this.session.operationId("release", this.name);
+    try {
+      await retryTransient(cfg.clock, lease.deadlineMs, () =>
+        cfg.backend.releaseClaim({
+          claimName: this.name,
+          generationId: cfg.generationId,
+          token: lease.token,
+          operationId,
+        }),
+      );
+    } catch (err) {
+      // Already not ours (expired, or a newer owner): the release has nothing left to do.
+      if (REFUSED.some((code) => hasCode(err, code))) return;
+      throw err;
+    }
+  }
+
+  /** Forget the current lease and stop its renewals. */
+  private takeCurrent(): Held | undefined {
+    const held = this.current;
+    this.current = undefined;
+    held?.renewStop.abort();
+    return held;
+  }
+
+  private async acquireOnce(): Promise<Lease> {
+    const { cfg } = this.session;
+    const sentAt = cfg.clock.nowMs();
+    const record = await cfg.backend.acquireClaim({
+      claimName: this.name,
+      generationId: cfg.generationId,
+      ttlMs: cfg.leaseTtlMs,
+    });
+    if (record.ownerGeneration !== cfg.generationId || record.phase !== "owned") {
+      // E.g. our own reservation for a successor: not ownership we may work under.
+      throw new ShiftlockError("claim_held", `claim ${JSON.stringify(this.name)} is ${record.phase}`, {
+        claim: record,
+      });
+    }
+    if (this.session.closedSignal.aborted || this.interested.size === 0) {
+      await this.compensate(record.fencingToken);
+      throw this.session.closedSignal.aborted
+        ? new ShiftlockError("invalid_state", "generation session is closed", { reason: "closed" })
+        : new ShiftlockError("invalid_state", "acquire cancelled", { reason: "cancelled" });
+    }
+    // Adopted meanwhile (commit event): keep that lease, it is the same ownership epoch.
+    const held = this.lease;
+    if (held !== undefined && held.token === record.fencingToken) return held;
+    // The server's expiry is at least its receive time + ttl, which is after our send time + ttl.
+    return this.install(record.fencingToken, sentAt + cfg.leaseTtlMs, false);
+  }
+
+  private install(token: bigint, deadlineMs: number, adopted: boolean): Lease {
+    const { cfg } = this.session;
+    this.takeCurrent();
+    let control!: LeaseControl;
+    const lease: Lease = new Lease(
+      {
+        claimName: this.name,
+        generationId: cfg.generationId,
+        token,
+        deadline: new LeaseDeadline(cfg.safetyMarginMs, deadlineMs),
+        release: (): Promise<void> => this.releaseLease(lease),
+      },
+      (c) => (control = c),
+    );
+    const renewStop = new AbortController();
+    this.current = { lease, control, renewStop };
+    this.session.events.emit("claim.acquired", { claim: this.name, token, adopted });
+    this.session.noteAcquired();
+    // An adopted claim renews at once: its deadline was only estimated from an event.
+    this.startRenew(lease, control, adopted ? 0 : cfg.renewIntervalMs, renewStop.signal);
+    return lease;
+  }
+
+  private async compensate(token: bigint): Promise<void> {
+    const { cfg } = this.session;
+    try {
+      await cfg.backend.releaseClaim({
+        claimName: this.name,
+        generationId: cfg.generationId,
+        token,
+        operationId: this.session.operationId("release-compensate", this.name),
+      });
+    } catch (err) {
+      this.session.events.emit("error", { op: "release-compensate", claim: this.name, error: err as Error });
+    }
+  }
+
+  /** The heartbeat of one held lease (the rule and its steps: src/client/lease-timing.ts). */
+  private startRenew(lease: Lease, control: LeaseControl, firstDelayMs: number, stop: AbortSignal): void {
+    const { cfg, events } = this.session;
+    keepAlive({
+      clock: cfg.clock,
+      deadline: control.deadline,
+      intervalMs: cfg.renewIntervalMs,
+      firstAtMs: cfg.clock.nowMs() + firstDelayMs,
+      stop,
+      ttlMs: () => (lease.reserved ? cfg.reservationTtlMs : cfg.leaseTtlMs),
+      send: (ttlMs, signal) =>
+        cfg.backend.renewClaim(
+          { claimName: this.name, generationId: cfg.generationId, token: lease.token, ttlMs },
+          { signal },
+        ),
+      isRefusal: (err) => REFUSED.some((code) => hasCode(err, code)),
+      renewed: (record) => {
+        if (record.ownerGeneration !== cfg.generationId || record.fencingToken !== lease.token) {
+          return new ShiftlockError("not_owner", "renew returned another owner", { claim: record });
+        }
+        events.emit("claim.renewed", { claim: this.name, token: lease.token, deadlineMs: lease.deadlineMs });
+        return undefined;
+      },
+      failed: (error) => events.emit("error", { op: "renew", claim: this.name, error: error as Error }),
+      paused: () => this.committing,
+      lost: (error) => this.lose(lease, error),
+      deadlineError: () =>
+        new ShiftlockError("lease_lost", "no successful renew before the deadline", { claim: this.name }),
+    }).catch((err: unknown) => {
+      // keepAlive never rejects by itself; a throwing hook must not become an unhandled rejection.
+      events.emit("error", { op: "renew-loop", claim: this.name, error: err as Error });
+    });
+  }
+
+  private isMine(claim: ClaimRecord | null): boolean {
+    return claim !== null && claim.ownerGeneration === this.session.cfg.generationId && claim.phase === "owned";
+  }
+
+  /** Watch the claim and call `onItem` when it may have become acquirable (or ours). */
+  private startWakeWatch(onItem: (item: ClaimWatchItem) => void, stop: AbortSignal): ClaimWatch | undefined {
+    let watch: ClaimWatch;
+    try {
+      watch = this.session.cfg.backend.watchClaim(this.name, { signal: stop });
+    } catch {
+      return undefined; // no watch support here: polling alone still works
+    }
+    void (async () => {
+      try {
+        for await (const item of watch) {
+          const claim = item.claim;
+          if (claim === null || claim.phase === "unowned" || this.isMine(claim)) onItem(item);
+        }
+      } catch {
+        // A broken watch only costs latency: the poll continues.
+      }
+    })();
+    return watch;
+  }
+
+  private stopReason(signal: AbortSignal | undefined): Error {
+    if (signal?.aborted === true) return signal.reason as Error;
+    return new ShiftlockError("invalid_state", "generation session is closed", { reason: "closed" });
+  }
+}
