@@ -19,17 +19,7 @@
  * console.log(rec.fencingToken); // 7n
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
-import {
-  abortTransfer,
-  acquireClaim,
-  commitTransfer,
-  getClaim,
-  prepareTransfer,
-  releaseClaim,
-  renewClaim,
-  watchClaim,
-  type CLAIM_MUTATIONS,
-} from "../../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
 import type { ClaimWatchMessage } from "../../protocol/claims.ts";
@@ -96,32 +86,32 @@ export class HttpClaimsBackend implements ClaimsBackend {
 
   acquireClaim(req: AcquireRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.mutate(acquireClaim, claimName, body, opts);
+    return this.mutate(CLAIM_MUTATIONS.acquire, claimName, body, opts);
   }
 
   renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.mutate(renewClaim, claimName, body, opts);
+    return this.mutate(CLAIM_MUTATIONS.renew, claimName, body, opts);
   }
 
   prepareTransfer(req: TransferRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.mutate(prepareTransfer, claimName, body, opts);
+    return this.mutate(CLAIM_MUTATIONS.prepare, claimName, body, opts);
   }
 
   commitTransfer(req: CommitRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.mutate(commitTransfer, claimName, body, opts);
+    return this.mutate(CLAIM_MUTATIONS.commit, claimName, body, opts);
   }
 
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.mutate(abortTransfer, claimName, body, opts);
+    return this.mutate(CLAIM_MUTATIONS.abort, claimName, body, opts);
   }
 
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
-    return this.mutate(releaseClaim, claimName, body, opts);
+    return this.mutate(CLAIM_MUTATIONS.release, claimName, body, opts);
   }
 
   async getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {

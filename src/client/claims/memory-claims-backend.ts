@@ -34,17 +34,7 @@ import {
   generationDecisionToResponse,
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
-import {
-  abortTransfer,
-  acquireClaim,
-  commitTransfer,
-  getClaim,
-  prepareTransfer,
-  releaseClaim,
-  renewClaim,
-  watchClaim,
-  type CLAIM_MUTATIONS,
-} from "../../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
 import type { RouteBody } from "../../protocol/route.ts";
@@ -165,40 +155,40 @@ export class MemoryClaimsBackend implements ClaimsBackend {
       ttlMs: req.ttlMs,
       allowEmptyOnly: req.allowEmptyOnly,
     };
-    return this.mutate(acquireClaim, claimName, body, command, opts);
+    return this.mutate(CLAIM_MUTATIONS.acquire, claimName, body, command, opts);
   }
 
   renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
     const command: ClaimCommand = { kind: "renew", generationId: req.generationId, token: req.token, ttlMs: req.ttlMs };
-    return this.mutate(renewClaim, claimName, body, command, opts);
+    return this.mutate(CLAIM_MUTATIONS.renew, claimName, body, command, opts);
   }
 
   prepareTransfer(req: TransferRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
     const { fromGeneration, toGeneration, token, ttlMs } = req;
     const command: ClaimCommand = { kind: "prepare", fromGeneration, toGeneration, token, ttlMs };
-    return this.mutate(prepareTransfer, claimName, body, command, opts);
+    return this.mutate(CLAIM_MUTATIONS.prepare, claimName, body, command, opts);
   }
 
   commitTransfer(req: CommitRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
     const { fromGeneration, toGeneration, expectedToken, ttlMs } = req;
     const command: ClaimCommand = { kind: "commit", fromGeneration, toGeneration, expectedToken, ttlMs };
-    return this.mutate(commitTransfer, claimName, body, command, opts);
+    return this.mutate(CLAIM_MUTATIONS.commit, claimName, body, command, opts);
   }
 
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
     const { fromGeneration, toGeneration, expectedToken } = req;
     const command: ClaimCommand = { kind: "abort", fromGeneration, toGeneration, expectedToken };
-    return this.mutate(abortTransfer, claimName, body, command, opts);
+    return this.mutate(CLAIM_MUTATIONS.abort, claimName, body, command, opts);
   }
 
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
     const command: ClaimCommand = { kind: "release", generationId: req.generationId, token: req.token };
-    return this.mutate(releaseClaim, claimName, body, command, opts);
+    return this.mutate(CLAIM_MUTATIONS.release, claimName, body, command, opts);
   }
 
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {

@@ -1,6 +1,6 @@
 /**
  * `MemoryCoordinator`: an in-process {@link Coordinator} for users' own tests, built on the
- * same pure machine as the Durable Object (`src/coord/machine.ts`).
+ * same pure machine as the Durable Object (`src/core/scope-machine.ts`).
  *
  * Guarantees:
  * - Same rules, same refusal codes and same values as the service: FIFO waiting,
