@@ -44,6 +44,8 @@ it("a dropped watch resumes without gaps or duplicates", async () => {
   sockets[0]!.terminate(); // the connection dies under the watch
   await lease.publish({ root: 2 });
   await lease.publish({ root: 3 });
+  // The reconnect first stands in for wantLock/unlocked events it cannot replay (docs/coord-client.md).
+  expect(await next()).toMatchObject({ resumed: true, wantLock: true, unlocked: true, generation: 1n });
   const missed = [await next(), await next()];
   expect(missed.map((e) => [e.generation, e.rootChanged])).toEqual([
     [2n, 2],
