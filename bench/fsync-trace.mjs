@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 /**
  * Diagnostic: how many fsync calls (and on which files) each kind of request costs the local
- * Workers runtime. Starts a private server (`--server=miniflare` by default, or
- * `--server=wrangler-dev`), attaches `strace` to its workerd process for 100 requests of each
- * kind, and prints fsyncs per request grouped by file.
+ * Workers runtime. Starts a private server (the serving half of `npm start` by default, or
+ * `--server=direct`; bench/server.mjs), attaches `strace` to its workerd process for 100
+ * requests of each kind, and prints fsyncs per request grouped by file.
  *
- *   node bench/fsync-trace.mjs [--server=miniflare|wrangler-dev] [--count=100] [--help]
+ *   node bench/fsync-trace.mjs [--server=npm-start|direct] [--count=100] [--help]
  *
  * Needs `strace` (Debian: `apt-get install strace`) and permission to trace (root, or
  * ptrace_scope 0). Not part of `npm test` or `npm run bench`. It explains the cost of a
@@ -15,7 +15,8 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { makeClient, expectStatus } from "./http.mjs";
 import { FSYNC_TRACE_USAGE, parseFsyncTraceArgs } from "./options.mjs";
-import { cleanupBundle, startServer } from "./server.mjs";
+import { startServer } from "./server.mjs";
+import { stopAll } from "./cleanup.mjs";
 import { parseOrExit } from "../src/cli/options.mjs";
 
 const { server: kind, count } = parseOrExit("fsync-trace", FSYNC_TRACE_USAGE, () =>
@@ -103,5 +104,5 @@ try {
 } finally {
   await client.close();
   await server.stop();
-  cleanupBundle();
+  await stopAll();
 }

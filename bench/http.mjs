@@ -7,7 +7,9 @@
  * would lower every figure. The client's name is printed with the results.
  *
  * Guarantees: every response body is read to the end (so connections are reused) and parsed
- * as JSON when non-empty. It does not retry anything.
+ * as JSON when non-empty; one dispatcher per client, with as many connections per origin as
+ * there are requests in flight (a closed loop of N clients holds N). It does not retry
+ * anything.
  */
 import http from "node:http";
 
@@ -23,8 +25,8 @@ import http from "node:http";
  * validated, once {@link expectStatus} has checked the status: each caller reads only the
  * field its route returns (SPEC), and a wrong guess fails the measurement with a TypeError.
  * @typedef {object} Body
- * @property {{ fencingToken: string }} claim claims routes
- * @property {{ leaseId: string }} lease coord lease grant
+ * @property {{ fencingToken: string, expiresAtMs: number }} claim claims routes
+ * @property {{ leaseId: string, expiresAtMs: number }} lease coord lease grant
  * @property {string} generation coord snapshot and publish
  */
 
@@ -36,11 +38,13 @@ import http from "node:http";
  */
 
 /**
- * @param {string} token bearer token sent on every request
+ * @param {string} [token] bearer token sent on every request (none when undefined: the
+ *   etcd gateway of bench/peers.mjs takes no shiftlock token)
  * @returns {Promise<BenchClient>}
  */
 export async function makeClient(token) {
-  const headers = { authorization: `Bearer ${token}` };
+  /** @type {Record<string, string>} */
+  const headers = token === undefined ? {} : { authorization: `Bearer ${token}` };
   const jsonHeaders = { ...headers, "content-type": "application/json" };
   // A non-JSON body (e.g. the dev server's "worker restarted" page) is kept as text so the
   // failure names it instead of failing on the parse.

@@ -1,31 +1,43 @@
 /**
- * Command lines of the benchmark scripts (`bench/run.mjs`, `bench/fsync-trace.mjs`,
- * `bench/miniflare-child.mjs`), parsed with the repository's one strict rule
- * (src/cli/options.mjs), as pure functions so tests can check them without running a
- * benchmark.
+ * Command lines of the benchmark scripts (`bench/run.mjs`, `bench/peers.mjs`,
+ * `bench/soak.mjs`, `bench/fsync-trace.mjs`, `bench/direct-server.ts`), parsed with the
+ * repository's one strict rule (src/cli/options.mjs), as pure functions so tests can check
+ * them without running a benchmark.
  *
  * Guarantees: a typo'd or unknown option, a malformed number, an unknown phase or server
- * kind is a `UsageError` (the scripts then exit 2 before starting anything); every option
- * the scripts had keeps its name, its `--name=value` form and its default.
+ * kind is a `UsageError` (the scripts then exit 2 before starting anything); options keep
+ * their `--name=value` and `--name value` forms and documented defaults.
  * Does not start servers or read files.
  */
 import { parseChoice, parseDecimal, parseInteger, parseOptions, UsageError } from "../src/cli/options.mjs";
 
 /** What `bench/run.mjs` can measure, in the order it runs them. */
-export const PHASES = /** @type {const} */ (["healthz", "claims", "coord", "handover", "fanout"]);
+export const PHASES = /** @type {const} */ (["healthz", "claims", "coord", "handover", "fanout", "expiry"]);
 /** @typedef {(typeof PHASES)[number]} Phase */
 
-/** Which server a measurement runs against: `npm start` or the diagnostic Miniflare child. */
-export const SERVER_KINDS = /** @type {const} */ (["wrangler-dev", "miniflare"]);
+/**
+ * Which server a measurement runs against: `npm-start` is the serving half of `npm start`
+ * (workerd behind the Node front, exactly as users run it); `direct` is the same workerd
+ * reached on its own socket, without the front (a diagnostic that shows the front's cost).
+ */
+export const SERVER_KINDS = /** @type {const} */ (["npm-start", "direct"]);
 /** @typedef {(typeof SERVER_KINDS)[number]} ServerKind */
+
+/** A tag names a results file and an HTML comment marker: one plain word. */
+function checkTag(/** @type {string} */ tag) {
+  if (!/^[\w.-]+$/.test(tag))
+    throw new UsageError(`--tag must be letters, digits, ".", "_" or "-", got ${JSON.stringify(tag)}`);
+  return tag;
+}
 
 export const BENCH_USAGE = `usage: node bench/run.mjs [options]   (npm run bench -- [options])
 
   --duration=SECONDS     measured seconds per throughput figure (default 10)
   --phases=LIST          comma-separated subset of ${PHASES.join(",")} (default all)
   --max-watchers=N       largest fan-out measured: 1, 100 and 1000 up to N (default 1000)
-  --server=KIND          wrangler-dev (npm start, default) or miniflare (diagnostic)
-  --tag=NAME             results file bench/results/NAME.json (default latest, or miniflare)
+  --server=KIND          npm-start (default: the serving half of npm start, through the
+                         Node front) or direct (diagnostic: workerd's own socket, no front)
+  --tag=NAME             results file bench/results/NAME.json (default latest, or direct)
   --write-doc            also rewrite this tag's generated section of docs/BENCHMARKS.md
   --help
 `;
@@ -60,11 +72,8 @@ export function parseBenchArgs(argv) {
   const phases = (values.phases ?? PHASES.join(","))
     .split(",")
     .map((phase) => /** @type {Phase} */ (parseChoice("--phases", phase, PHASES)));
-  const server = parseChoice("--server", values.server, SERVER_KINDS) ?? "wrangler-dev";
-  const tag = values.tag ?? (server === "miniflare" ? "miniflare" : "latest");
-  // The tag becomes a file name and an HTML comment marker: keep it to one plain word.
-  if (!/^[\w.-]+$/.test(tag))
-    throw new UsageError(`--tag must be letters, digits, ".", "_" or "-", got ${JSON.stringify(tag)}`);
+  const server = parseChoice("--server", values.server, SERVER_KINDS) ?? "npm-start";
+  const tag = checkTag(values.tag ?? (server === "direct" ? "direct" : "latest"));
   return {
     help: values.help === true,
     durationMs: Math.round(seconds * 1000),
@@ -76,9 +85,96 @@ export function parseBenchArgs(argv) {
   };
 }
 
+export const PEERS_USAGE = `usage: node bench/peers.mjs [options]   (npm run bench:peers -- [options])
+
+  --duration=SECONDS     measured seconds per figure (default 10)
+  --server=KIND          npm-start (default) or direct (diagnostic, no front)
+  --tag=NAME             results file bench/results/NAME.json (default peers)
+  --write-doc            also rewrite this tag's generated section of docs/BENCHMARKS.md
+  --help
+
+Needs etcd, etcdctl and redis-server on PATH for the peers (Debian:
+apt-get install -y etcd-server etcd-client redis-server); without them it measures
+shiftlock alone and says how to install them.
+`;
+
+/**
+ * @param {readonly string[]} argv arguments after `bench/peers.mjs`
+ * @returns {{ help: boolean, durationMs: number, server: ServerKind, tag: string, writeDoc: boolean }}
+ * @throws {UsageError}
+ */
+export function parsePeersArgs(argv) {
+  const { values } = parseOptions(argv, {
+    duration: { type: "string" },
+    server: { type: "string" },
+    tag: { type: "string" },
+    "write-doc": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  });
+  const seconds = parseDecimal("--duration", values.duration, { min: 0.1, max: 3_600, unit: "seconds" }) ?? 10;
+  return {
+    help: values.help === true,
+    durationMs: Math.round(seconds * 1000),
+    server: parseChoice("--server", values.server, SERVER_KINDS) ?? "npm-start",
+    tag: checkTag(values.tag ?? "peers"),
+    writeDoc: values["write-doc"] === true,
+  };
+}
+
+export const SOAK_USAGE = `usage: node bench/soak.mjs [options]   (npm run soak -- [options])
+
+  --duration-s=SECONDS   how long the mixed traffic runs (default 600)
+  --sample-s=SECONDS     memory sample interval (default 10)
+  --watchers=N           WebSocket watchers, half on claims, half on coord (default 100)
+  --server=KIND          npm-start (default) or direct (diagnostic, no front)
+  --tag=NAME             results bench/results/NAME.json and NAME.svg (default soak)
+  --write-doc            also rewrite the soak section of docs/BENCHMARKS.md and
+                         docs/soak-memory.svg
+  --help
+`;
+
+/**
+ * @typedef {object} SoakOptions
+ * @property {boolean} help
+ * @property {number} durationMs
+ * @property {number} sampleMs
+ * @property {number} watchers
+ * @property {ServerKind} server
+ * @property {string} tag
+ * @property {boolean} writeDoc
+ */
+
+/**
+ * @param {readonly string[]} argv arguments after `bench/soak.mjs`
+ * @returns {SoakOptions}
+ * @throws {UsageError}
+ */
+export function parseSoakArgs(argv) {
+  const { values } = parseOptions(argv, {
+    "duration-s": { type: "string" },
+    "sample-s": { type: "string" },
+    watchers: { type: "string" },
+    server: { type: "string" },
+    tag: { type: "string" },
+    "write-doc": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  });
+  const seconds = parseInteger("--duration-s", values["duration-s"], { min: 10, max: 86_400, unit: "seconds" }) ?? 600;
+  const sample = parseDecimal("--sample-s", values["sample-s"], { min: 1, max: 600, unit: "seconds" }) ?? 10;
+  return {
+    help: values.help === true,
+    durationMs: seconds * 1000,
+    sampleMs: Math.round(sample * 1000),
+    watchers: parseInteger("--watchers", values.watchers, { min: 0, max: 2_000 }) ?? 100,
+    server: parseChoice("--server", values.server, SERVER_KINDS) ?? "npm-start",
+    tag: checkTag(values.tag ?? "soak"),
+    writeDoc: values["write-doc"] === true,
+  };
+}
+
 export const FSYNC_TRACE_USAGE = `usage: node bench/fsync-trace.mjs [options]
 
-  --server=KIND    miniflare (default) or wrangler-dev
+  --server=KIND    npm-start (default) or direct
   --count=N        requests of each kind traced (default 100)
   --help
 `;
@@ -96,32 +192,28 @@ export function parseFsyncTraceArgs(argv) {
   });
   return {
     help: values.help === true,
-    server: parseChoice("--server", values.server, SERVER_KINDS) ?? "miniflare",
+    server: parseChoice("--server", values.server, SERVER_KINDS) ?? "npm-start",
     count: parseInteger("--count", values.count, { min: 1 }) ?? 100,
   };
 }
 
-export const MINIFLARE_CHILD_USAGE = `usage: node bench/miniflare-child.mjs <bundleDir> <stateDir> <port>
+export const DIRECT_SERVER_USAGE = `usage: node --import ./src/cli/register-ts.mjs bench/direct-server.ts --persist-to DIR --bundle DIR
 `;
 
 /**
- * The diagnostic server's three positional arguments (it is started by bench/server.mjs).
+ * The diagnostic server's options (it is started by bench/server.mjs).
  * @param {readonly string[]} argv
- * @returns {{ help: boolean, bundleDir: string, stateDir: string, port: number }}
+ * @returns {{ help: boolean, persistTo: string, bundle: string }}
  * @throws {UsageError}
  */
-export function parseMiniflareChildArgs(argv) {
-  const { values, positionals } = parseOptions(
-    argv,
-    { help: { type: "boolean", short: "h" } },
-    { allowPositionals: true },
-  );
-  const [bundleDir, stateDir, portText, extra] = positionals;
-  if (values.help === true) return { help: true, bundleDir: "", stateDir: "", port: 0 };
-  if (bundleDir === undefined || stateDir === undefined || portText === undefined) {
-    throw new UsageError("needs <bundleDir> <stateDir> <port>");
-  }
-  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
-  const port = parseInteger("<port>", portText, { min: 1, max: 65_535 }) ?? 0;
-  return { help: false, bundleDir, stateDir, port };
+export function parseDirectServerArgs(argv) {
+  const { values } = parseOptions(argv, {
+    "persist-to": { type: "string" },
+    bundle: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help === true) return { help: true, persistTo: "", bundle: "" };
+  if (values["persist-to"] === undefined) throw new UsageError("--persist-to is required");
+  if (values.bundle === undefined) throw new UsageError("--bundle is required");
+  return { help: false, persistTo: values["persist-to"], bundle: values.bundle };
 }

@@ -2,50 +2,43 @@
 /**
  * `npm run bench`: measure the server `npm start` runs, on loopback, and print a table.
  *
- *   node bench/run.mjs [--duration=10] [--phases=healthz,claims,coord,handover,fanout]
- *                      [--max-watchers=1000] [--server=wrangler-dev|miniflare] [--tag=NAME]
+ *   node bench/run.mjs [--duration=10] [--phases=healthz,claims,coord,handover,fanout,expiry]
+ *                      [--max-watchers=1000] [--server=npm-start|direct] [--tag=NAME]
  *                      [--write-doc] [--help]
  *
  * Options follow the repository's strict rule (bench/options.mjs): an unknown or malformed
  * one exits 2 before anything starts.
  *
- * `--server=miniflare` serves the same bundle without the dev proxy (a diagnostic, labelled
- * as such); `TMPDIR=/dev/shm` puts the servers' state on tmpfs (another diagnostic: it shows
- * what the disk's fsync costs). `--tag` names the results file (default `latest`).
+ * The server is the serving half of `npm start` (bench/server.mjs: built once, then
+ * started per measurement on a free port with a fresh temporary state directory, so no
+ * measurement inherits another's objects or memory). `--server=direct` talks to the same
+ * workerd on its own socket, without the Node front (a diagnostic, labelled as such);
+ * `TMPDIR=/dev/shm` puts the servers' state on tmpfs (another diagnostic: it shows what the
+ * disk's fsync costs). `--tag` names the results file (default `latest`, or `direct`).
  *
- * Each measurement gets its own freshly started server (same `start` script, free port,
- * temporary state directory), because `wrangler dev` grows by about 1 GB per 17k requests;
- * the server's memory at the end of each measurement is reported. Every loop is bounded by
- * time and count and the whole run by a hard limit, so it always stops by itself.
- * Results go to bench/results/<tag>.json; `--write-doc` also rewrites the generated
- * section of docs/BENCHMARKS.md. Not part of `npm test`: speed is measured here, not asserted.
+ * The memory of the server's whole process group at the end of each measurement is
+ * reported. Every loop is bounded by time and count and the whole run by a hard limit, so
+ * it always stops by itself; Ctrl-C stops the servers and removes the temporary
+ * directories (bench/cleanup.mjs). Results go to bench/results/<tag>.json; `--write-doc`
+ * also rewrites the generated section of docs/BENCHMARKS.md. Not part of `npm test`: speed
+ * is measured here, not asserted.
  * Exit status: 0 when every measurement succeeded, 1 when one failed or the hard limit hit.
  */
-import { cpus, loadavg, totalmem, release, tmpdir } from "node:os";
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-  writeFileSync,
-} from "node:fs";
-import { join } from "node:path";
-import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { makeClient } from "./http.mjs";
-import { cleanupBundle, startServer } from "./server.mjs";
+import { SERVER_DESCRIPTIONS, startServer } from "./server.mjs";
+import { hardLimit, stopAll } from "./cleanup.mjs";
+import { expiry } from "./expiry.mjs";
 import { claimCycles, claimReads, claimWriteCost, coordCycles, healthz } from "./throughput.mjs";
 import { fanout, handover } from "./coord-latency.mjs";
 import { BENCH_USAGE, parseBenchArgs } from "./options.mjs";
 import { round } from "./stats.mjs";
+import { commitInfo, describeMachine, load1m, machineInfo, writeDocSection } from "./report.mjs";
 import { parseOrExit } from "../src/cli/options.mjs";
 
 /** @typedef {import("./throughput.mjs").Throughput} Throughput */
 /** @typedef {import("./coord-latency.mjs").Fanout} Fanout */
-/** @typedef {{ latency: import("./stats.mjs").Summary }} Latency */
+/** @typedef {{ latency: import("./stats.mjs").Summary, missing?: number }} Latency */
 /** @typedef {Throughput | Latency | Fanout} PhaseResult */
 /**
  * One row of the results: what was measured, its figures (or why it failed), and the
@@ -60,70 +53,17 @@ const HARD_LIMIT_MS = 14 * 60_000;
 const options = parseOrExit("bench", BENCH_USAGE, () => parseBenchArgs(process.argv.slice(2)));
 const { durationMs, phases, maxWatchers, server: serverKind, tag } = options;
 
-const hardStop = setTimeout(() => {
-  console.error(`bench: hard limit of ${HARD_LIMIT_MS / 60_000} min reached, stopping`);
-  process.exit(1);
-}, HARD_LIMIT_MS);
-hardStop.unref();
+hardLimit("bench", HARD_LIMIT_MS);
 
 const client = await makeClient(TOKEN);
-/**
- * Milliseconds per synchronous 4 KiB write + fsync where the server keeps its state (the
- * temporary directory): every durable Durable Object commit pays at least one of these.
- */
-function fsyncMs(samples = 50) {
-  const dir = mkdtempSync(join(tmpdir(), "shiftlock-fsync-"));
-  const fd = openSync(join(dir, "probe"), "w");
-  const block = Buffer.alloc(4096, 1);
-  const t0 = performance.now();
-  for (let i = 0; i < samples; i++) {
-    writeSync(fd, block, 0, block.length, i * block.length);
-    fsyncSync(fd);
-  }
-  const ms = (performance.now() - t0) / samples;
-  closeSync(fd);
-  rmSync(dir, { recursive: true, force: true });
-  return round(ms, 2);
-}
-
-const machine = {
-  nproc: cpus().length,
-  cpu: cpus()[0]?.model ?? "unknown",
-  memoryGiB: round(totalmem() / 2 ** 30, 1),
-  node: process.version,
-  os: `${process.platform} ${release()}`,
-  stateDir: tmpdir(),
-  fsyncMsPer4KiB: fsyncMs(),
-  loadAvg1mAtStart: round(loadavg()[0] ?? 0, 1),
-};
+const machine = machineInfo();
 const results = {
-  command: `node bench/run.mjs ${process.argv.slice(2).join(" ")}`.trim(),
+  command: `npm run bench -- ${process.argv.slice(2).join(" ")}`.replace(/ -- $/, ""),
   startedAt: new Date().toISOString(),
-  commit: (() => {
-    try {
-      const head = execFileSync("git", ["rev-parse", "--short", "HEAD"]).toString().trim();
-      // The run's own outputs (this doc, the results) do not make the measured code dirty.
-      const status = [
-        "status",
-        "--porcelain",
-        "--untracked-files=no",
-        "--",
-        ".",
-        ":!docs/BENCHMARKS.md",
-        ":!bench/results",
-      ];
-      const dirty = execFileSync("git", status).toString().trim() !== "";
-      return dirty ? `${head} (with uncommitted changes)` : head;
-    } catch {
-      return "unknown";
-    }
-  })(),
+  commit: commitInfo(),
   machine,
   client: client.name,
-  server:
-    serverKind === "miniflare"
-      ? "Miniflare serving the `wrangler deploy --dry-run` bundle directly (diagnostic: no dev proxy; NOT `npm start`)"
-      : "wrangler dev (the `npm start` script), fresh state directory per measurement",
+  server: `${SERVER_DESCRIPTIONS[serverKind]} per measurement`,
   durationSeconds: durationMs / 1000,
   measurements: /** @type {Measurement[]} */ ([]),
   finishedAt: /** @type {string | undefined} */ (undefined),
@@ -134,8 +74,8 @@ console.log(
 );
 console.log(`client: ${client.name}`);
 console.log(`server: ${results.server}`);
-if ((loadavg()[0] ?? 0) > machine.nproc) {
-  console.log(`warning: load average ${round(loadavg()[0] ?? 0, 1)} > ${machine.nproc} cores: figures will be low`);
+if (load1m() > machine.nproc) {
+  console.log(`warning: load average ${load1m()} > ${machine.nproc} cores: figures will be low`);
 }
 console.log("");
 
@@ -167,7 +107,7 @@ async function measurement(name, params, fn) {
     ...result,
     serverRssMb: server?.rssMb() ?? 0,
     // Other work on the machine lowers every figure: record it next to the figure.
-    loadAvg1m: round(loadavg()[0] ?? 0, 1),
+    loadAvg1m: load1m(),
   };
   await server?.stop();
   results.measurements.push(entry);
@@ -235,6 +175,14 @@ if (phases.has("fanout")) {
     );
   }
 }
+if (phases.has("expiry")) {
+  await measurement("claims expiry (ttl 200 ms) → watcher", { kind: "expiry", clients: 1 }, (ctx) =>
+    expiry(ctx, "claims", 30),
+  );
+  await measurement("coord lease expiry (ttl 200 ms) → watcher", { kind: "expiry", clients: 1 }, (ctx) =>
+    expiry(ctx, "coord", 30),
+  );
+}
 
 // Requests per second as a share of the no-op ceiling with the same number of clients.
 for (const e of results.measurements) {
@@ -244,7 +192,7 @@ for (const e of results.measurements) {
 }
 results.finishedAt = new Date().toISOString();
 await client.close();
-cleanupBundle();
+await stopAll();
 
 const table = renderTables(results);
 console.log(`\n${table}`);
@@ -281,8 +229,9 @@ function renderTables(r) {
         `| ${e.name} | ${e.delivery.n} | ${e.delivery.p50} | ${e.delivery.p99} | ${e.delivery.max} | ${notes} |`,
       );
     } else {
+      const missing = e.missing === undefined ? "" : `${e.missing} missing; `;
       lat.push(
-        `| ${e.name} | ${e.latency.n} | ${e.latency.p50} | ${e.latency.p99} | ${e.latency.max} | load ${e.loadAvg1m} |`,
+        `| ${e.name} | ${e.latency.n} | ${e.latency.p50} | ${e.latency.p99} | ${e.latency.max} | ${missing}server ${e.serverRssMb} MB; load ${e.loadAvg1m} |`,
       );
     }
   }
@@ -290,32 +239,20 @@ function renderTables(r) {
 }
 
 /**
- * Replace the generated section of docs/BENCHMARKS.md for this run's tag (between
- * `<!-- bench:begin:TAG -->` and `<!-- bench:end:TAG -->`), keeping the hand-written analysis.
+ * Replace the generated section of docs/BENCHMARKS.md for this run's tag, keeping the
+ * hand-written analysis around it.
  * @param {typeof results} r
  * @param {string} tables from {@link renderTables}
  */
 function writeDoc(r, tables) {
-  const file = "docs/BENCHMARKS.md";
-  const begin = `<!-- bench:begin:${tag} -->`;
-  const end = `<!-- bench:end:${tag} -->`;
-  const m = r.machine;
-  const section = [
-    begin,
-    "",
-    `Command: \`${r.command}\` at commit ${r.commit} (started ${r.startedAt}).`,
-    "",
-    `Machine: ${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; load average ${m.loadAvg1mAtStart} at the start. Server state in \`${m.stateDir}\` (one synchronous 4 KiB write + fsync there: ${m.fsyncMsPer4KiB} ms). Client: ${r.client}, on the same machine. Server: ${r.server}. Each throughput figure is a ${r.durationSeconds} s closed loop after a short warm-up.`,
-    "",
-    tables,
-    "",
-    end,
-  ].join("\n");
-  let doc = readFileSync(file, "utf8");
-  const i = doc.indexOf(begin);
-  const j = doc.indexOf(end);
-  if (i < 0 || j < 0) throw new Error(`${file} has no "${begin}" … "${end}" section`);
-  doc = doc.slice(0, i) + section + doc.slice(j + end.length);
-  writeFileSync(file, doc);
-  console.log(`updated ${file}`);
+  writeDocSection(
+    tag,
+    [
+      `Command: \`${r.command}\` at commit ${r.commit} (started ${r.startedAt}).`,
+      "",
+      `Machine: ${describeMachine(r.machine)}. Client: ${r.client}, on the same machine. Server: ${r.server}. Each throughput figure is a ${r.durationSeconds} s closed loop after a short warm-up.`,
+      "",
+      tables,
+    ].join("\n"),
+  );
 }

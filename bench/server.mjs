@@ -1,17 +1,33 @@
 /**
- * Start the server exactly as README's `npm start` does (the same `start` script from
- * package.json), on a free loopback port with a fresh state directory, for the benchmark.
+ * Start shiftlock for a benchmark the way users run it, on a free loopback port with a fresh
+ * state directory, measure its memory, and stop it.
  *
- * Guarantees: the command line is the `start` script with only its port and `--persist-to`
- * directory replaced (the same rule as test/e2e/server.ts), so the figures are those of the
- * server users run locally. `stop()` ends the whole process group it started and removes the
- * state directory. It does not guarantee the port stays free between probing and binding.
+ * `npm start` is "build, then serve" (package.json): `npm run build` writes the
+ * `wrangler deploy --dry-run` bundle, then the serving half (the part of the `start` script
+ * after its last ` && `, as test/e2e/server.ts takes it) serves it through workerd behind the
+ * Node front. Here the build runs once per benchmark process — the `build` script with its
+ * `--outdir` pointed at a private temporary directory, so a run never rewrites the checkout's
+ * `dist/` under someone else's test — and each server is the serving half with
+ * `--port P --persist-to DIR --bundle THAT_DIR` appended.
+ *
+ * Kinds: `npm-start` is that server (clients talk to the Node front); `direct` runs
+ * bench/direct-server.ts, the same `startLocalServer()` in the same kind of process, and
+ * hands out its `directUrl` (workerd's own socket, no front): the difference between the
+ * two is what the front costs.
+ *
+ * Guarantees: every server leads its own process group (the shell, node and workerd);
+ * `rss()` sums the resident memory of every process in it; `stop()` sends SIGTERM to the
+ * group, waits until no process of it is left (SIGKILL after 10 s) and removes the state
+ * directory; a server that fails to start leaves nothing behind; Ctrl-C and the hard limit
+ * stop it too (bench/cleanup.mjs). Does not guarantee the port stays free between probing
+ * and binding (a clash fails the start, loudly).
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join, resolve } from "node:path";
+import { track, trackDir } from "./cleanup.mjs";
 
 /** @returns {Promise<number>} a port that was free on 127.0.0.1 a moment ago */
 export async function freePort() {
@@ -26,153 +42,214 @@ export async function freePort() {
   });
 }
 
-/**
- * The `npm start` command line with its port and state directory replaced.
- * @param {number} port
- * @param {string} stateDir
- */
-export function startCommand(port, stateDir) {
-  const pkg = /** @type {{ scripts?: Record<string, unknown> }} */ (JSON.parse(readFileSync("package.json", "utf8")));
-  const start = pkg.scripts?.["start"];
-  if (typeof start !== "string") throw new Error("package.json has no start script");
-  return start
-    .replace("--port 8787", `--port ${port}`)
-    .replace("--persist-to .wrangler/state", `--persist-to ${stateDir}`)
-    .replace(/^wrangler /, "npx wrangler ");
+/** @returns {Record<string, string>} the scripts of package.json */
+function scripts() {
+  const pkg = /** @type {{ scripts?: Record<string, string> }} */ (JSON.parse(readFileSync("package.json", "utf8")));
+  return pkg.scripts ?? {};
 }
 
 /**
- * Resident memory of every process in a process group (wrangler, its dev proxy, workerd).
- * @param {number} pgid
- * @returns {number} megabytes, 0 when /proc is unavailable
+ * The serving half of `npm start` with its port, state and bundle directories set.
+ * @param {number} port
+ * @param {string} stateDir
+ * @param {string} bundleDir
  */
-export function groupRssMb(pgid) {
-  let kb = 0;
+export function serveCommand(port, stateDir, bundleDir) {
+  const serve = scripts()["start"]?.split(" && ").at(-1);
+  if (serve === undefined) throw new Error("package.json has no start script");
+  return `${serve} --port ${port} --persist-to ${stateDir} --bundle ${bundleDir}`;
+}
+
+/** Environment for the scripts, as `npm run` gives them: node_modules/.bin on PATH. */
+function scriptEnv() {
+  const bin = resolve("node_modules/.bin");
+  return {
+    ...process.env,
+    PATH: `${bin}${delimiter}${process.env["PATH"] ?? ""}`,
+    WRANGLER_SEND_METRICS: "false",
+    NO_COLOR: "1",
+  };
+}
+
+/** @type {string | undefined} */
+let bundleDir;
+
+/**
+ * Build the bundle once per process: the `build` script (`npm run build`) with its
+ * `--outdir` replaced by a private temporary directory, removed at the end of the run.
+ * @returns {string} the directory holding index.js
+ */
+export function buildBundle() {
+  if (bundleDir !== undefined) return bundleDir;
+  const build = scripts()["build"];
+  if (build === undefined || !/--outdir[ =]\S+/.test(build)) {
+    throw new Error('package.json\'s "build" script has no --outdir to redirect');
+  }
+  const dir = mkdtempSync(join(tmpdir(), "shiftlock-bench-dist-"));
+  trackDir(dir);
+  execSync(build.replace(/--outdir[ =]\S+/, `--outdir ${dir}`), { stdio: "ignore", env: scriptEnv() });
+  bundleDir = dir;
+  return dir;
+}
+
+/**
+ * Resident memory of every process in a process group, in MB, in total and by program name
+ * (`node` is the front and Miniflare's host, `workerd` the runtime, `sh` the shell).
+ * @param {number} pgid
+ * @returns {{ totalMb: number, byProgram: Record<string, number> }} zeros when /proc is unavailable
+ */
+export function groupMemory(pgid) {
+  /** @type {Record<string, number>} */
+  const kb = {};
   let entries;
   try {
     entries = readdirSync("/proc");
   } catch {
-    return 0;
+    return { totalMb: 0, byProgram: {} };
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       // Fields after "(comm)": state ppid pgrp ...; comm may contain spaces.
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
       const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       if (Number(rest[2]) !== pgid) continue;
       const status = readFileSync(`/proc/${entry}/status`, "utf8");
       const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
-      if (match) kb += Number(match[1]);
+      if (match) kb[comm] = (kb[comm] ?? 0) + Number(match[1]);
     } catch {
       // the process exited while we looked
     }
   }
-  return Math.round(kb / 1024);
+  const total = Object.values(kb).reduce((a, b) => a + b, 0);
+  return {
+    totalMb: Math.round(total / 1024),
+    byProgram: Object.fromEntries(Object.entries(kb).map(([k, v]) => [k, Math.round(v / 1024)])),
+  };
+}
+
+/** True while any process of group `pgid` exists. */
+function groupAlive(/** @type {number} */ pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** @param {number} pgid @param {NodeJS.Signals} signal */
+function signalGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * SIGTERM to a process group; resolves once none of it is left (SIGKILL after `graceMs`).
+ * @param {number} pgid
+ * @param {number} [graceMs]
+ */
+export async function stopGroup(pgid, graceMs = 10_000) {
+  signalGroup(pgid, "SIGTERM");
+  const deadline = performance.now() + graceMs;
+  while (groupAlive(pgid)) {
+    if (performance.now() > deadline) signalGroup(pgid, "SIGKILL");
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /**
  * @typedef {object} RunningServer
- * @property {string} url base URL, e.g. http://127.0.0.1:40123
- * @property {number} pgid process group of every process of the server (for diagnostics)
- * @property {() => number} rssMb resident memory of the server's process group, MB
+ * @property {string} url base URL clients use, e.g. http://127.0.0.1:40123
+ * @property {import("./options.mjs").ServerKind} kind
+ * @property {string} description one line for the results
+ * @property {number} pgid process group of every process of the server
+ * @property {() => number} rssMb resident memory of the whole group, MB
+ * @property {() => ReturnType<typeof groupMemory>} memory the same, by program
  * @property {() => Promise<void>} stop
  */
 
-/** @type {string | undefined} */
-let bundleDir;
-
-/** Build the deployable bundle once per run (`wrangler deploy --dry-run`, as `npm run build`). */
-function bundle() {
-  if (bundleDir === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), "shiftlock-bench-dist-"));
-    execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", dir], {
-      stdio: "ignore",
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-    });
-    bundleDir = dir;
-  }
-  return bundleDir;
-}
-
-/** Remove the bundle built for `--server=miniflare`, if any. */
-export function cleanupBundle() {
-  if (bundleDir !== undefined) rmSync(bundleDir, { recursive: true, force: true });
-}
+/** How each kind is described in the results. */
+export const SERVER_DESCRIPTIONS = {
+  "npm-start":
+    "the serving half of `npm start` (workerd via Miniflare's API behind the Node front), fresh state directory",
+  direct:
+    "diagnostic: the same startLocalServer() reached on workerd's own socket (`directUrl`, no Node front); NOT what clients of `npm start` reach",
+};
 
 /**
- * @param {import("./options.mjs").ServerKind} [kind] `wrangler-dev` is `npm start`; `miniflare`
- *   serves the same bundle without the dev proxy (a diagnostic, see miniflare-child.mjs)
+ * Start a server of `kind` on a free port with a fresh temporary state directory.
+ * @param {import("./options.mjs").ServerKind} [kind]
  * @returns {Promise<RunningServer>}
  */
-export async function startServer(kind = "wrangler-dev") {
-  const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-"));
+export async function startServer(kind = "npm-start") {
+  const bundle = buildBundle();
+  const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-state-"));
   const port = await freePort();
   const command =
-    kind === "miniflare"
-      ? `node bench/miniflare-child.mjs ${bundle()} ${stateDir} ${port}`
-      : startCommand(port, stateDir);
-  const child = spawn(command, {
-    shell: true,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
-  });
+    kind === "direct"
+      ? `node --import ./src/cli/register-ts.mjs bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`
+      : serveCommand(port, stateDir, bundle);
+  const child = spawn(command, { shell: true, detached: true, stdio: ["ignore", "pipe", "pipe"], env: scriptEnv() });
   // Detached, so the child leads its own process group: its pid is the group id.
   const pgid = child.pid;
   if (pgid === undefined) {
     rmSync(stateDir, { recursive: true, force: true });
     throw new Error(`could not start the server: ${command}`);
   }
+  let stopped = false;
+  const stopNow = async () => {
+    if (stopped) return;
+    stopped = true;
+    await stopGroup(pgid);
+    rmSync(stateDir, { recursive: true, force: true });
+  };
+  const untrack = track({
+    name: `server (process group ${pgid})`,
+    stop: stopNow,
+    kill: () => {
+      signalGroup(pgid, "SIGKILL");
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  });
   let output = "";
-  // Keep only the tail: a long run logs a line per request.
+  // Keep only the tail of what it prints.
   const keep = (/** @type {Buffer} */ d) => (output = (output + d.toString("utf8")).slice(-20_000));
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
-  const url = `http://127.0.0.1:${port}`;
+  let url = kind === "direct" ? undefined : `http://127.0.0.1:${port}`;
   const deadline = performance.now() + 60_000;
   for (;;) {
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
+    if (url === undefined) url = /^READY (\S+)$/m.exec(output)?.[1];
+    if (url !== undefined && (await healthy(url))) break;
     if (child.exitCode !== null || performance.now() > deadline) {
-      // Leave nothing behind: neither a half-started process group nor its state directory.
-      try {
-        process.kill(-pgid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-      rmSync(stateDir, { recursive: true, force: true });
-      throw new Error(`server did not start (exit ${child.exitCode}):\n${output}`);
+      await untrack();
+      throw new Error(`server did not start (exit ${child.exitCode}): ${command}\n${output}`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 100));
   }
   return {
     url,
+    kind,
+    description: SERVER_DESCRIPTIONS[kind],
     pgid,
-    rssMb: () => groupRssMb(pgid),
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        try {
-          process.kill(-pgid, "SIGTERM");
-        } catch {
-          // already gone
-        }
-        const timer = setTimeout(() => {
-          try {
-            process.kill(-pgid, "SIGKILL");
-          } catch {
-            // already gone
-          }
-        }, 5_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      rmSync(stateDir, { recursive: true, force: true });
-    },
+    rssMb: () => groupMemory(pgid).totalMb,
+    memory: () => groupMemory(pgid),
+    stop: untrack,
   };
+}
+
+/** @param {string} url */
+async function healthy(url) {
+  try {
+    const res = await fetch(`${url}/healthz`);
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
 }

@@ -57,7 +57,10 @@ export function round(x, digits = 2) {
  * @param {number} o.clients concurrent loops
  * @param {number} o.durationMs wall-clock bound
  * @param {number} o.maxCycles count bound over all loops
- * @param {(client: number, i: number) => Promise<void>} o.cycle one unit of work
+ * @param {(client: number, i: number, deadline: number) => Promise<void | boolean>} o.cycle one
+ *   unit of work; `deadline` is the loop's end (`performance.now()` time) for a cycle that
+ *   may spin (a lock retried at once when busy): one that gives up at the deadline returns
+ *   `false` and is not counted
  * @returns {Promise<LoopResult>}
  */
 export async function closedLoop({ clients, durationMs, maxCycles, cycle }) {
@@ -71,8 +74,8 @@ export async function closedLoop({ clients, durationMs, maxCycles, cycle }) {
     for (let i = 0; performance.now() < deadline && started < maxCycles; i++) {
       started++;
       const s = performance.now();
-      await cycle(client, i);
-      latencies.push(performance.now() - s);
+      const done = await cycle(client, i, deadline);
+      if (done !== false) latencies.push(performance.now() - s);
     }
   };
   await Promise.all(Array.from({ length: clients }, (_, c) => loop(c)));

@@ -1,0 +1,116 @@
+/**
+ * What a benchmark started is stopped, and what it created is removed, however the run
+ * ends: at its normal end, on Ctrl-C (SIGINT), SIGTERM or SIGHUP, at its hard time limit,
+ * or on an uncaught error.
+ *
+ * Each resource registers two ways to end it: `stop` (graceful, awaited: SIGTERM to a
+ * process group and wait for it) and `kill` (synchronous, last resort: SIGKILL and remove the
+ * directory), used on a second signal and at `process.exit`, when nothing async can run.
+ * Resources end in the reverse order of registration.
+ *
+ * Does not: survive SIGKILL of the benchmark itself (nothing can); the servers it starts lead
+ * their own process groups, so the terminal's Ctrl-C reaches them only through this module.
+ */
+import { rmSync } from "node:fs";
+
+/** @typedef {{ name: string, stop: () => Promise<void>, kill: () => void }} Resource */
+
+/** @type {Resource[]} */
+const resources = [];
+let installed = false;
+let ending = false;
+
+/**
+ * Register something to end; returns a function that ends it now and unregisters it.
+ * @param {Resource} resource
+ * @returns {() => Promise<void>}
+ */
+export function track(resource) {
+  installHandlers();
+  resources.push(resource);
+  return async () => {
+    const i = resources.indexOf(resource);
+    if (i < 0) return;
+    resources.splice(i, 1);
+    await resource.stop();
+  };
+}
+
+/**
+ * A temporary directory removed at the end of the run (or by the returned function).
+ * @param {string} dir
+ * @returns {() => Promise<void>}
+ */
+export function trackDir(dir) {
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  return track({ name: dir, stop: () => Promise.resolve(remove()), kill: remove });
+}
+
+/** Stop everything still registered, newest first; errors are reported, not thrown. */
+export async function stopAll() {
+  while (resources.length > 0) {
+    const resource = /** @type {Resource} */ (resources.pop());
+    try {
+      await resource.stop();
+    } catch (err) {
+      console.error(`cleanup: ${resource.name}: ${err instanceof Error ? err.message : String(err)}`);
+      resource.kill();
+    }
+  }
+}
+
+function killAll() {
+  while (resources.length > 0) {
+    const resource = /** @type {Resource} */ (resources.pop());
+    try {
+      resource.kill();
+    } catch {
+      // best effort: the process is exiting
+    }
+  }
+}
+
+/**
+ * Stop everything, then exit with `code`.
+ * @param {number} code
+ * @returns {Promise<never>}
+ */
+export async function stopAllAndExit(code) {
+  ending = true;
+  await stopAll();
+  process.exit(code);
+}
+
+/**
+ * End the run after `ms` (stopping everything first), whatever it is doing.
+ * @param {string} program named in the message
+ * @param {number} ms
+ */
+export function hardLimit(program, ms) {
+  installHandlers();
+  setTimeout(() => {
+    console.error(`${program}: hard limit of ${Math.round(ms / 60_000)} min reached, stopping`);
+    void stopAllAndExit(1);
+  }, ms).unref();
+}
+
+function installHandlers() {
+  if (installed) return;
+  installed = true;
+  for (const [signal, code] of /** @type {const} */ ([
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+    ["SIGHUP", 129],
+  ])) {
+    process.on(signal, () => {
+      if (ending) {
+        // A second signal: no more waiting.
+        killAll();
+        process.exit(code);
+      }
+      console.error(`\n${signal}: stopping the servers and removing temporary files…`);
+      void stopAllAndExit(code);
+    });
+  }
+  process.on("exit", killAll);
+}
