@@ -22,6 +22,7 @@ export interface WireResponse {
 export function claimResultToResponse(result: ClaimResult): WireResponse {
   if (result.ok) return { status: 200, body: claimResponseSchema.encode({ claim: result.claim }) };
   const { code, message, details } = result.refusal;
-  const extra = code === "claim_held" && result.claim !== undefined ? { claim: claimRecordSchema.encode(result.claim) } : {};
+  const extra =
+    code === "claim_held" && result.claim !== undefined ? { claim: claimRecordSchema.encode(result.claim) } : {};
   return { status: ERROR_STATUS[code], body: errorEnvelope(code, message, { ...details, ...extra }) };
 }

@@ -6,8 +6,10 @@ import { describe, expect, it, vi } from "vitest";
 import {
   FSYNC_TRACE_USAGE,
   parseBenchArgs,
+  parseDirectServerArgs,
   parseFsyncTraceArgs,
-  parseMiniflareChildArgs,
+  parsePeersArgs,
+  parseSoakArgs,
   PHASES,
 } from "../../bench/options.mjs";
 import { parseDemoArgs } from "../../demo/options.ts";
@@ -97,7 +99,7 @@ describe("parseOptions (the shared rule)", () => {
         parseOrExit("fsync-trace", FSYNC_TRACE_USAGE, () => parseFsyncTraceArgs(argv));
       expect(run(["--cout=5"])).toThrow(`exit ${USAGE_EXIT_STATUS}`);
       expect(run(["--help"])).toThrow("exit 0");
-      expect(run(["--count=5"])()).toEqual({ help: false, server: "miniflare", count: 5 });
+      expect(run(["--count=5"])()).toEqual({ help: false, server: "npm-start", count: 5 });
     } finally {
       exit.mockRestore();
       stderr.mockRestore();
@@ -142,7 +144,7 @@ describe("bench options", () => {
       durationMs: 10_000,
       phases: new Set(PHASES),
       maxWatchers: 1000,
-      server: "wrangler-dev",
+      server: "npm-start",
       tag: "latest",
       writeDoc: false,
     });
@@ -151,9 +153,9 @@ describe("bench options", () => {
   it("keeps every documented command line", () => {
     const subset = parseBenchArgs(["--phases=claims,coord", "--duration=5", "--max-watchers=100"]);
     expect(subset).toMatchObject({ durationMs: 5_000, phases: new Set(["claims", "coord"]), maxWatchers: 100 });
-    expect(parseBenchArgs(["--server=miniflare", "--write-doc"])).toMatchObject({
-      server: "miniflare",
-      tag: "miniflare",
+    expect(parseBenchArgs(["--server=direct", "--write-doc"])).toMatchObject({
+      server: "direct",
+      tag: "direct",
       writeDoc: true,
     });
     expect(parseBenchArgs(["--tag=tmpfs", "--duration", "0.5"])).toMatchObject({ tag: "tmpfs", durationMs: 500 });
@@ -170,22 +172,33 @@ describe("bench options", () => {
     expect(usageError(() => parseBenchArgs(["claims"]))).toBe('unexpected argument "claims"');
   });
 
-  it("fsync-trace and the miniflare child use the same rule", () => {
-    expect(parseFsyncTraceArgs([])).toEqual({ help: false, server: "miniflare", count: 100 });
-    expect(parseFsyncTraceArgs(["--server=wrangler-dev", "--count=5"])).toMatchObject({
-      server: "wrangler-dev",
-      count: 5,
-    });
+  it("fsync-trace, peers, soak and the direct server use the same rule", () => {
+    expect(parseFsyncTraceArgs([])).toEqual({ help: false, server: "npm-start", count: 100 });
+    expect(parseFsyncTraceArgs(["--server=direct", "--count=5"])).toMatchObject({ server: "direct", count: 5 });
     expect(usageError(() => parseFsyncTraceArgs(["--count=0"]))).toMatch(/^--count must be an integer ≥ 1/);
-    expect(usageError(() => parseFsyncTraceArgs(["--sever=miniflare"]))).toBe("unknown option --sever");
-    expect(parseMiniflareChildArgs(["dist", "state", "8799"])).toEqual({
+    expect(usageError(() => parseFsyncTraceArgs(["--sever=direct"]))).toBe("unknown option --sever");
+    expect(parsePeersArgs([])).toEqual({
       help: false,
-      bundleDir: "dist",
-      stateDir: "state",
-      port: 8799,
+      durationMs: 10_000,
+      server: "npm-start",
+      tag: "peers",
+      writeDoc: false,
     });
-    expect(usageError(() => parseMiniflareChildArgs(["dist", "state"]))).toMatch(/needs <bundleDir>/);
-    expect(usageError(() => parseMiniflareChildArgs(["dist", "state", "99999"]))).toMatch(/^<port> must be/);
+    expect(usageError(() => parsePeersArgs(["--server=miniflare"]))).toMatch(/^--server must be one of npm-start/);
+    expect(parseSoakArgs(["--duration-s=60", "--watchers", "10"])).toMatchObject({
+      durationMs: 60_000,
+      sampleMs: 10_000,
+      watchers: 10,
+    });
+    expect(usageError(() => parseSoakArgs(["--duration-s=5"]))).toMatch(
+      /^--duration-s must be an integer from 10 to 86400/,
+    );
+    expect(parseDirectServerArgs(["--persist-to", "state", "--bundle=dist"])).toEqual({
+      help: false,
+      persistTo: "state",
+      bundle: "dist",
+    });
+    expect(usageError(() => parseDirectServerArgs(["--bundle=dist"]))).toBe("--persist-to is required");
   });
 });
 
