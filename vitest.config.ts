@@ -32,7 +32,9 @@ export default defineConfig({
             miniflare: { bindings: { AUTH_TOKENS: TEST_AUTH_TOKENS, CORS_ORIGINS: TEST_CORS_ORIGINS } },
           }),
         ],
-        test: { name: "worker", include: ["test/worker/**/*.test.ts"] },
+        // The first request of a file starts the Worker bundle in a fresh isolate (≈3 s on a
+        // busy 2-core machine); the default 5 s left no headroom for that cold start.
+        test: { name: "worker", include: ["test/worker/**/*.test.ts"], testTimeout: 15_000 },
       },
       {
         test: {

@@ -15,21 +15,27 @@ function record(outcome: BatchOutcome | undefined): ClaimRecord {
   return outcome.claim;
 }
 
+/** The request of a single call: the op without `op` (a stray `op` is an unknown field). */
+function request<T extends BatchOp>(op: T): Omit<T, "op"> {
+  const { op: _name, ...rest } = op;
+  return rest;
+}
+
 /** The single call of `op`. */
 function call(backend: ClaimsBackend, op: BatchOp): Promise<ClaimRecord> {
   switch (op.op) {
     case "acquire":
-      return backend.acquireClaim(op);
+      return backend.acquireClaim(request(op));
     case "renew":
-      return backend.renewClaim(op);
+      return backend.renewClaim(request(op));
     case "prepare":
-      return backend.prepareTransfer(op);
+      return backend.prepareTransfer(request(op));
     case "commit":
-      return backend.commitTransfer(op);
+      return backend.commitTransfer(request(op));
     case "abort":
-      return backend.abortTransfer(op);
+      return backend.abortTransfer(request(op));
     case "release":
-      return backend.releaseClaim(op);
+      return backend.releaseClaim(request(op));
   }
 }
 
@@ -63,6 +69,16 @@ export function runBatchChecks(withFixture: (body: FixtureTest) => () => Promise
           names.map((n) => [n, 1n, "g1"]),
         );
         for (const n of names) expect((await backend.getClaim(n)).ownerGeneration).toBe("g1");
+      }),
+    );
+
+    it(
+      "a single call carrying a stray op field is refused as an unknown field and changes nothing",
+      withFixture(async ({ backend }, c) => {
+        const stray = { op: "release", claimName: `${c}-stray`, generationId: "g", ttlMs: MINUTE };
+        const err = await refusal(backend.acquireClaim(stray));
+        expect([err.code, err.details["field"]]).toEqual(["invalid_request", "op"]);
+        await expectCode(backend.getClaim(`${c}-stray`), "claim_not_found");
       }),
     );
 

@@ -47,6 +47,9 @@ describe("lease epoch", () => {
     await acquire(scope, "a", { ttlMs: 1_000 });
     const b = stub.acquire(id, { participantId: "b", ttlMs: 60_000, waitMs: 60_000, waiterId: "w-b" });
     const c = stub.acquire(id, { participantId: "c", ttlMs: 60_000, waitMs: 60_000, waiterId: "w-c" });
+    // Calls on one stub are delivered in order (E-order) and a waiting acquire queues before
+    // its first await, so once this later call answers, b and c are both in the queue.
+    await stub.snapshot(id);
     await runInDurableObject(stub, (o: ScopeObject) => expect(o.queuedCount()).toBe(2));
     clock.now += 1_001;
     // One decision: a's lease expired → granted to b (epoch 2); b's caller left → passed to c (3).

@@ -36,7 +36,8 @@ import {
   generationDecisionToResponse,
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
-import { getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import type { BatchOpName } from "../../protocol/claims.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
 import { checkPathParams, decodeAnswer, encodeBody, encodeQuery, type WireAnswer } from "../transport/route-codec.ts";
@@ -140,37 +141,47 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     return { route, answer };
   }
 
-  /** One single call: the answer decoded with the same function as the HTTP client. */
-  private mutate(op: BatchOp, opts: CallOptions | undefined): Promise<ClaimRecord> {
+  /**
+   * One single call: checked as its route would check it (a field the route does not
+   * declare, such as a stray `op`, is `invalid_request` exactly as over HTTP), then run
+   * and decoded with the same function as the HTTP client.
+   */
+  private mutate(
+    name: BatchOpName,
+    req: AcquireRequest | RenewRequest | TransferRequest | CommitRequest | AbortRequest | ReleaseRequest,
+    opts: CallOptions | undefined,
+  ): Promise<ClaimRecord> {
     return settle(() => {
       this.enter(opts);
-      const { route, answer } = this.run(op);
+      const { claimName: _claimName, ...body } = req;
+      encodeBody(CLAIM_MUTATIONS[name], body);
+      const { route, answer } = this.run({ ...req, op: name } as BatchOp);
       return decodeAnswer<EncodedOp["route"]>(route, answer).claim;
     });
   }
 
   acquireClaim(req: AcquireRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    return this.mutate({ op: "acquire", ...req }, opts);
+    return this.mutate("acquire", req, opts);
   }
 
   renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    return this.mutate({ op: "renew", ...req }, opts);
+    return this.mutate("renew", req, opts);
   }
 
   prepareTransfer(req: TransferRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    return this.mutate({ op: "prepare", ...req }, opts);
+    return this.mutate("prepare", req, opts);
   }
 
   commitTransfer(req: CommitRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    return this.mutate({ op: "commit", ...req }, opts);
+    return this.mutate("commit", req, opts);
   }
 
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    return this.mutate({ op: "abort", ...req }, opts);
+    return this.mutate("abort", req, opts);
   }
 
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    return this.mutate({ op: "release", ...req }, opts);
+    return this.mutate("release", req, opts);
   }
 
   /**
