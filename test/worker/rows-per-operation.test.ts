@@ -14,7 +14,9 @@ import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
 import { objectName } from "../../src/http/object-names.ts";
 import type { ScopeId } from "../../src/protocol/coord.ts";
+import { EVENT_RETENTION } from "../../src/claims/store.ts";
 import { churn, claimStub, unique } from "./claims-helpers.ts";
+import { restartObject } from "./object-helpers.ts";
 import { type StorageCost, metered } from "./sql-meter.ts";
 
 beforeAll(async () => {
@@ -72,7 +74,7 @@ describe("rows per claim operation", () => {
     const claim = unique();
     const stub = claimStub(unique("ns"), claim);
     const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
-    expect(r.row).toEqual([10, 14, 1, 1]);
+    expect(r.row).toEqual([7, 13, 1, 1]);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
@@ -81,14 +83,14 @@ describe("rows per claim operation", () => {
     const stub = claimStub(unique("ns"), claim);
     await churn(stub, claim, 1);
     expect(await claimTable(stub, claim)).toEqual({
-      acquire: [8, 3, 1, 0],
+      acquire: [3, 2, 1, 0],
       renew: [3, 1, 1, 0],
       get: [1, 0, 0, 0],
-      prepare: [7, 2, 1, 0],
-      abort: [8, 2, 1, 0],
-      commit: [12, 3, 1, 0],
-      release: [11, 2, 1, 0],
-      "acquire with operationId": [16, 6, 1, 0],
+      prepare: [3, 2, 1, 0],
+      abort: [3, 2, 1, 0],
+      commit: [3, 2, 1, 0],
+      release: [3, 2, 1, 0],
+      "acquire with operationId": [6, 5, 1, 0],
       "acquire replayed by operationId": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
@@ -99,16 +101,32 @@ describe("rows per claim operation", () => {
     const stub = claimStub(unique("ns"), claim);
     await churn(stub, claim, 140);
     expect(await claimTable(stub, claim)).toEqual({
-      acquire: [265, 5, 1, 0],
+      acquire: [7, 4, 1, 0],
       renew: [3, 1, 1, 0],
       get: [1, 0, 0, 0],
-      prepare: [263, 4, 1, 0],
-      abort: [263, 4, 1, 0],
-      commit: [265, 5, 1, 0],
-      release: [263, 4, 1, 0],
-      "acquire with operationId": [267, 8, 1, 0],
+      prepare: [7, 4, 1, 0],
+      abort: [7, 4, 1, 0],
+      commit: [7, 4, 1, 0],
+      release: [7, 4, 1, 0],
+      "acquire with operationId": [10, 7, 1, 0],
       "acquire replayed by operationId": [1, 0, 0, 0],
     });
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
+  it("after a restart the retained events are counted once at start-up, and pruning stays exact", async () => {
+    const ns = unique("ns");
+    const claim = unique();
+    await churn(claimStub(ns, claim), claim, 140);
+    await restartObject(claimStub(ns, claim));
+    const stub = claimStub(ns, claim);
+    const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+    expect(r.row).toEqual([7, 4, 1, 0]);
+    const retained = await runInDurableObject(
+      stub,
+      (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
+    );
+    expect(retained).toBe(EVENT_RETENTION);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
@@ -184,14 +202,14 @@ describe("rows per coord operation", () => {
   it("a new scope, then the same operations again", async () => {
     const { scope, stub } = newScope();
     expect(await coordTable(stub, scope)).toEqual({
-      acquire: [7, 3, 1, 1],
+      acquire: [5, 2, 1, 1],
       keepalive: [3, 1, 1, 0],
       publish: [6, 3, 1, 0],
       snapshot: [0, 0, 0, 0],
       release: [3, 1, 1, 0],
     });
     expect(await coordTable(stub, scope)).toEqual({
-      acquire: [5, 2, 1, 0],
+      acquire: [3, 1, 1, 0],
       keepalive: [3, 1, 1, 0],
       publish: [6, 3, 1, 0],
       snapshot: [0, 0, 0, 0],
@@ -209,7 +227,7 @@ describe("rows per coord operation", () => {
       await o.release(scope, leaseId);
     });
     expect(await coordTable(stub, scope)).toEqual({
-      acquire: [5, 2, 1, 0],
+      acquire: [3, 1, 1, 0],
       keepalive: [3, 1, 1, 0],
       publish: [8, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
