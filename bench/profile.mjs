@@ -14,6 +14,10 @@
  * phase's share of the isolate's busy time with its top self-time functions, mapped to the
  * TypeScript sources through the bundle's source map (bench/profile-phases.mjs).
  *
+ * Before profiling, the same loop runs as long again with the profiler off, and the workerd
+ * process's CPU time (/proc) over it divided by its cycles is the absolute cost per cycle
+ * that the phases' shares are applied to.
+ *
  * Guarantees: every reply's status is checked (bench/locks.mjs cycles); the Worker and its
  * Durable Objects share one isolate, so one profile covers the router and the objects;
  * the server is stopped and its temporary state removed on exit, Ctrl-C or the hard limit.
@@ -38,7 +42,7 @@ const TOKEN = "dev-token";
 const WARMUP = { durationMs: 2_000, maxCycles: 300 };
 
 const options = parseOrExit("profile", PROFILE_USAGE, () => parseProfileArgs(process.argv.slice(2)));
-hardLimit("profile", options.durationMs + 5 * 60_000);
+hardLimit("profile", 2 * options.durationMs + 5 * 60_000);
 
 /**
  * A minimal Chrome DevTools Protocol session: one request at a time is all this needs.
@@ -116,15 +120,23 @@ try {
   await cdp.send("Profiler.setSamplingInterval", { interval: options.samplingUs });
   // Warm-up: objects created, code compiled, connections open — none of it profiled.
   await closedLoop({ clients: options.clients, ...WARMUP, cycle: cycleFor("warm") });
-  await cdp.send("Profiler.start");
+  // CPU per cycle is measured with the profiler off: its sampling thread costs CPU per
+  // second, not per cycle, and would weigh more the slower the cycles are.
   const cpuBefore = groupCpuSeconds(server.pgid)["workerd"] ?? 0;
+  const unprofiled = await closedLoop({
+    clients: options.clients,
+    durationMs: options.durationMs,
+    maxCycles: 10_000_000,
+    cycle: cycleFor("cpu"),
+  });
+  const workerdCpuSeconds = (groupCpuSeconds(server.pgid)["workerd"] ?? 0) - cpuBefore;
+  await cdp.send("Profiler.start");
   const loop = await closedLoop({
     clients: options.clients,
     durationMs: options.durationMs,
     maxCycles: 10_000_000,
     cycle: cycleFor("run"),
   });
-  const workerdCpuSeconds = (groupCpuSeconds(server.pgid)["workerd"] ?? 0) - cpuBefore;
   const { profile } = /** @type {{ profile: import("./profile-phases.mjs").CpuProfile }} */ (
     await cdp.send("Profiler.stop")
   );
@@ -133,8 +145,7 @@ try {
   const bundle = buildBundle();
   const map = /** @type {object} */ (JSON.parse(readFileSync(join(bundle, "index.js.map"), "utf8")));
   const summary = summarizeProfile(profile, sourceMapLocator(map, "index.js"));
-  // Includes the profiler's own sampling cost, the same before and after a change.
-  const cpuUsPerCycle = profiledCycles === 0 ? 0 : (workerdCpuSeconds * 1e6) / profiledCycles;
+  const cpuUsPerCycle = unprofiled.cycles === 0 ? 0 : (workerdCpuSeconds * 1e6) / unprofiled.cycles;
   const share = (/** @type {number} */ n) => (summary.busy === 0 ? 0 : round((100 * n) / summary.busy, 1));
   const cycle =
     options.workload === "both"
@@ -152,7 +163,8 @@ try {
     client: client.name,
     cycle,
     clients: options.clients,
-    cyclesPerSecond: loop.perSecond,
+    cyclesPerSecond: unprofiled.perSecond,
+    cyclesPerSecondProfiled: loop.perSecond,
     cycles: profiledCycles,
     samplingUs: options.samplingUs,
     workerdCpuSeconds: round(workerdCpuSeconds, 2),
@@ -167,7 +179,10 @@ try {
   console.log(`shiftlock profile — ${machine.nproc} cores, load average ${loadAvg1m}, node ${machine.node}`);
   if (loadAvg1m > machine.nproc) console.log(`warning: load average ${loadAvg1m} > ${machine.nproc} cores`);
   console.log(`cycle: ${cycle}, ${options.clients} client(s), client ${client.name}`);
-  console.log(`${loop.perSecond} cycles/s while profiled (sampling every ${options.samplingUs} µs)\n`);
+  console.log(
+    `${unprofiled.perSecond} cycles/s unprofiled (CPU per cycle measured here), ` +
+      `${loop.perSecond} cycles/s while profiled (sampling every ${options.samplingUs} µs)\n`,
+  );
   console.log(renderPhases(summary, { top: options.top, cpuUsPerCycle }));
   console.log(`\nprofile: ${profileFile} (Chrome DevTools → Performance → Load profile, or speedscope)`);
 } catch (err) {
