@@ -5,6 +5,25 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+/**
+ * `no-restricted-imports` patterns that confine a folder: relative imports may climb to
+ * `up` (the `src/` level, as written from the file) only into the `allowed` folders, and
+ * the only package is zod.
+ * @param {string} up
+ * @param {string[]} allowed
+ */
+function layerPatterns(up, allowed) {
+  const escaped = up.replaceAll(".", "\\.");
+  return [
+    {
+      regex: `^${escaped}(?!(?:${allowed.join("|")})/)`,
+      message: `this layer may import only src/{${allowed.join(",")}} and itself (see docs/architecture.md)`,
+    },
+    { regex: `^${escaped}\\.\\./`, message: "this layer may not reach above src/" },
+    { regex: "^(?!\\.|zod$)", message: "this layer may import no package but zod (it runs everywhere)" },
+  ];
+}
+
 export default tseslint.config(
   { ignores: ["node_modules", "dist", ".wrangler", "src/env.d.ts"] },
   js.configs.recommended,
@@ -20,6 +39,28 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "no-console": ["error", { allow: ["warn", "error"] }],
+    },
+  },
+  // The client runs in Node, browsers and Workers and ships without the server: it may import
+  // only itself, the contract (src/protocol) and the pure machines (src/core), plus zod.
+  // protocol/ and core/ import only each other and zod. Type-only imports count too: a
+  // type from the server would drag its declarations into the package's .d.ts.
+  {
+    files: ["src/client/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: layerPatterns("../", ["protocol", "core"]) }],
+    },
+  },
+  {
+    files: ["src/client/*/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: layerPatterns("../../", ["protocol", "core"]) }],
+    },
+  },
+  {
+    files: ["src/protocol/*.ts", "src/core/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: layerPatterns("../", ["protocol", "core"]) }],
     },
   },
   {

@@ -6,7 +6,9 @@
  *
  * Guarantees: the exit status is `main`'s (0 ok, 1 refused, 2 usage, 3 unreachable); the
  * first SIGINT/SIGTERM aborts the command (a watch ends, a held lease is released) and a
- * second one exits 130 at once. Does not type-check the sources it runs.
+ * second one exits 130 at once — except while a `run` command listens (`onSignal`): then
+ * every signal is its to forward, and it decides when the process ends. Does not
+ * type-check the sources it runs.
  */
 import { register } from "node:module";
 
@@ -15,8 +17,14 @@ register("../src/cli/ts-hooks.mjs", import.meta.url);
 const { main } = await import("../src/cli/main.ts");
 const interrupt = new AbortController();
 let interrupted = false;
-for (const sig of ["SIGINT", "SIGTERM"]) {
+/** @type {Set<(signal: "SIGINT" | "SIGTERM") => void>} */
+const listeners = new Set();
+for (const sig of /** @type {const} */ (["SIGINT", "SIGTERM"])) {
   process.on(sig, () => {
+    if (listeners.size > 0) {
+      for (const listener of listeners) listener(sig);
+      return;
+    }
     if (interrupted) process.exit(130);
     interrupted = true;
     interrupt.abort(new Error(`interrupted (${sig})`));
@@ -27,4 +35,8 @@ process.exitCode = await main(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   signal: interrupt.signal,
+  onSignal: (listener) => {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  },
 });

@@ -39,7 +39,11 @@ export class FencedResource {
   violations(): string[] {
     const problems: string[] = [];
     const byClaim = new Map<string, WriteAttempt[]>();
-    for (const w of this.log) byClaim.set(w.claim, [...(byClaim.get(w.claim) ?? []), w]);
+    for (const w of this.log) {
+      const writes = byClaim.get(w.claim);
+      if (writes === undefined) byClaim.set(w.claim, [w]);
+      else writes.push(w);
+    }
     for (const [claim, writes] of byClaim) {
       let highest = 0n;
       let newGenerationSeen: string | undefined;

@@ -16,7 +16,8 @@ export const DEMO_USAGE = `usage: npm run demo -- [options]
                 answers, a private local server is started like npm start)
   --help, -h
 
-The token is $SHIFTLOCK_TOKEN, else dev-token.
+The token is $SHIFTLOCK_TOKEN, else dev-token. The last line of the output is JSON:
+{"claims":N,"rttMs":…,"gapMs":…,"staleWritesRejected":…}
 `;
 
 export interface DemoOptions {

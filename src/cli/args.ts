@@ -47,6 +47,8 @@ export const CLI_OPTIONS = {
   root: { type: "string" },
   "expected-generation": { type: "string" },
   "key-prefix": { type: "string" },
+  // claims run, coord run
+  "grace-ms": { type: "string" },
 } as const satisfies Record<string, OptionSpec>;
 
 type CliOptions = typeof CLI_OPTIONS;
@@ -63,12 +65,16 @@ export interface ParsedArgs {
   /** Positional words: the command path, then its arguments. */
   words: string[];
   values: OptionValues<CliOptions>;
+  /** The words after `--` (the tail of `words`), or undefined without `--`. */
+  afterTerminator: string[] | undefined;
 }
 
 /** Parse a whole command line. Throws {@link UsageError}. */
 export function parseCommandLine(argv: readonly string[]): ParsedArgs {
   const { values, positionals } = parseOptions(argv, CLI_OPTIONS, { allowPositionals: true });
-  return { words: positionals, values };
+  // Strict parsing never takes a bare `--` as an option's value, so the first one ends the options.
+  const terminator = argv.indexOf("--");
+  return { words: positionals, values, afterTerminator: terminator < 0 ? undefined : argv.slice(terminator + 1) };
 }
 
 /** Typed access to the options one command takes; `done()` rejects the rest. */

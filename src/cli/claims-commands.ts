@@ -1,6 +1,7 @@
 /**
  * `shiftlock claims …` and `shiftlock generations …`: one command per ClaimsBackend call.
- * Thin: arguments map to the request, the answer is printed as is.
+ * Thin: arguments map to the request, the answer is printed as is. `claims run` holds a
+ * claim while a command runs (run-commands.ts).
  */
 import { UsageError } from "./args.ts";
 import type { CommandContext } from "./context.ts";
@@ -14,10 +15,14 @@ function one(ctx: CommandContext, what: string): string {
   return value;
 }
 
-export async function claimsCommand(sub: string, ctx: CommandContext): Promise<void> {
+/** Returns the exit status when the command sets one (`run`). */
+export async function claimsCommand(sub: string, ctx: CommandContext): Promise<number | undefined> {
   const f = ctx.flags;
   const opts = { signal: ctx.signal };
   switch (sub) {
+    case "run":
+      // Loaded on demand: child processes and the lease loop are only this command's.
+      return (await import("./run-commands.ts")).claimsRun(ctx);
     case "get": {
       const claim = one(ctx, "claim name");
       f.done();

@@ -14,6 +14,12 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Aborts on Ctrl-C: watches stop, a held lease is released. */
   signal?: AbortSignal;
+  /**
+   * SIGINT/SIGTERM as they arrive, for `run` commands that forward them to their command;
+   * returns the unsubscribe function. While a listener is subscribed, the process leaves
+   * signals to it (`signal` does not abort). Without it, `signal` aborting counts as SIGINT.
+   */
+  onSignal?: (listener: (signal: "SIGINT" | "SIGTERM") => void) => () => void;
   fetch?: FetchLike;
   WebSocket?: WebSocketConstructor;
   /** Use these instead of HTTP clients (tests, embedding). */
@@ -26,7 +32,13 @@ export interface CommandContext {
   flags: Flags;
   /** Positional words after the command path. */
   args: string[];
+  /** The words after `--`, if any: the command of `… run` (they are also the tail of `args`). */
+  command: string[] | undefined;
+  /** The environment (a `run` command's child inherits it). */
+  env: Record<string, string | undefined>;
   signal: AbortSignal;
+  /** Subscribe to SIGINT/SIGTERM (see {@link CliIo.onSignal}); returns the unsubscribe. */
+  onSignal(listener: (signal: "SIGINT" | "SIGTERM") => void): () => void;
   claims(): Promise<ClaimsBackend>;
   coordinator(): Promise<Coordinator>;
 }

@@ -1,6 +1,7 @@
 /**
  * `shiftlock coord …`: capability, snapshot and watch of a scope, holding its write lease
- * (with keepalive until Ctrl-C, then release), and publishing under a short-lived lease.
+ * (with keepalive until Ctrl-C, then release, or for as long as a command runs: `coord run`,
+ * run-commands.ts), and publishing under a short-lived lease.
  */
 import type { Scope, WriteLease } from "../client/coord/coord-types.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
@@ -41,7 +42,9 @@ async function acquire(ctx: CommandContext, scope: Scope): Promise<WriteLease> {
   return coordinator.waitAcquireWriteLease(scope, { ...opts, waitMs });
 }
 
-export async function coordCommand(sub: string, ctx: CommandContext): Promise<void> {
+/** Returns the exit status when the command sets one (`run`). */
+export async function coordCommand(sub: string, ctx: CommandContext): Promise<number | undefined> {
+  if (sub === "run") return (await import("./run-commands.ts")).coordRun(ctx, scopeOf(ctx));
   if (ctx.args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.args[0])}`);
   const f = ctx.flags;
   const scope = scopeOf(ctx);

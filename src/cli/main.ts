@@ -3,7 +3,8 @@
  *
  * Guarantees: `main(argv, io)` never exits the process and never throws; it prints to
  * `io` and returns the exit status (0 ok, 1 refused by the service, 2 usage mistake,
- * 3 service unreachable or failing). `--json` makes every output line one JSON object.
+ * 3 service unreachable or failing; `claims run` and `coord run` return their command's
+ * status, or 4 when the lease was lost: docs/cli.md). `--json` makes every output line one JSON object.
  * Connection settings come from flags, else `SHIFTLOCK_URL`, `SHIFTLOCK_TOKEN`,
  * `SHIFTLOCK_NAMESPACE`, else `http://127.0.0.1:8787`, no token, namespace `default`.
  */
@@ -31,6 +32,9 @@ claims
   claims transfer prepare <claim> --from G --to G2 --fencing-token T [--ttl-ms 15000]
   claims transfer commit <claim> --from G --to G2 --expected-token T [--ttl-ms 15000]
   claims transfer abort <claim> --from G --to G2 --expected-token T
+  claims run <claim> --generation G [--ttl-ms 15000] [--wait-ms MS] [--grace-ms 5000] -- <command…>
+                                     hold the claim while the command runs (env SHIFTLOCK_CLAIM,
+                                     SHIFTLOCK_FENCING_TOKEN, SHIFTLOCK_GENERATION)
   (every mutation also takes --operation-id ID: a retry with the same id is applied once)
 
 generations
@@ -43,6 +47,9 @@ coord (scope: --volume V [--store S] [--key K] [--participant P])
   coord watch [--after-generation N]                            stream until Ctrl-C
   coord lease [--ttl-ms 15000] [--wait-ms MS]                   hold with keepalive until Ctrl-C, then release
   coord publish [--root JSON] [--generation N] [--expected-generation N] [--key-prefix BASE64] [--wait-ms MS]
+  coord run [--ttl-ms 15000] [--wait-ms MS] [--grace-ms 5000] -- <command…>
+                                     hold the write lease while the command runs (env
+                                     SHIFTLOCK_LEASE_EPOCH, SHIFTLOCK_LEASE_ID)
 
 global flags
   --url URL          SHIFTLOCK_URL        (default ${DEFAULT_URL})
@@ -55,6 +62,8 @@ Options are --name VALUE or --name=VALUE (write --name=-x for a value that start
 an unknown option or one the command does not take is an error.
 
 exit status: 0 ok, 1 refused by the service (the message names the code), 2 usage, 3 unreachable/failing
+run: the command's status (signal n → 128+n), 4 lease lost (command stopped: SIGTERM, SIGKILL
+after --grace-ms), 126/127 command not executable/not found, 128+n interrupted while waiting
 `;
 
 /** Run one command line. Never throws; returns the exit status. */
@@ -72,7 +81,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   io.signal?.addEventListener("abort", onAbort, { once: true });
   const closers: (() => Promise<void>)[] = [];
   try {
-    const { words, values } = parseCommandLine(argv);
+    const { words, values, afterTerminator } = parseCommandLine(argv);
     json = values.json === true;
     if (values.help === true || words.length === 0) {
       io.stdout(USAGE);
@@ -90,7 +99,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       p,
       flags: new Flags(values, command),
       args,
+      command: afterTerminator,
+      env: io.env,
       signal: stop.signal,
+      onSignal: (listener) => subscribeSignals(io, listener),
       async claims() {
         if (claims === undefined) {
           const { HttpClaimsBackend } = await import("../client/claims/http-claims-backend.ts");
@@ -112,26 +124,38 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     });
     const [group, sub, ...rest] = words;
     if (sub === undefined) throw new UsageError(`${group} needs a command`);
+    let status: number | undefined;
     if (group === "claims" && sub === "transfer") {
       const [step, ...args] = rest;
       if (step === undefined) throw new UsageError("claims transfer needs prepare, commit or abort");
       await transferCommand(step, ctx(`claims transfer ${step}`, args));
     } else if (group === "claims") {
-      await claimsCommand(sub, ctx(`claims ${sub}`, rest));
+      status = await claimsCommand(sub, ctx(`claims ${sub}`, rest));
     } else if (group === "generations") {
       await generationsCommand(sub, ctx(`generations ${sub}`, rest));
     } else if (group === "coord") {
-      await coordCommand(sub, ctx(`coord ${sub}`, rest));
+      status = await coordCommand(sub, ctx(`coord ${sub}`, rest));
     } else {
       throw new UsageError(`unknown command ${JSON.stringify(group)}`);
     }
-    return 0;
+    return status ?? 0;
   } catch (err) {
     return printError(p, err);
   } finally {
     io.signal?.removeEventListener("abort", onAbort);
     for (const close of closers) await close().catch(() => undefined);
   }
+}
+
+/** The process's signals, or (embedded, tests) the abort of `io.signal` as one SIGINT. */
+function subscribeSignals(io: CliIo, listener: (signal: "SIGINT" | "SIGTERM") => void): () => void {
+  if (io.onSignal !== undefined) return io.onSignal(listener);
+  const signal = io.signal;
+  if (signal === undefined) return () => undefined;
+  const onAbort = (): void => listener("SIGINT");
+  if (signal.aborted) queueMicrotask(onAbort);
+  else signal.addEventListener("abort", onAbort, { once: true });
+  return () => signal.removeEventListener("abort", onAbort);
 }
 
 /** The injected WebSocket, the global one (Node ≥ 22, browsers), or the `ws` package. */

@@ -24,10 +24,11 @@
  * after a restart their callers have already seen the call fail, so a persisted queue would
  * only hand the lease to nobody.
  */
-import { HISTORY_RETAINED, type CoordEvent, type EventWire, type ScopeId, eventToWire } from "../protocol/coord.ts";
+import { HISTORY_RETAINED, type CoordEvent, type ScopeId, eventToWire } from "../protocol/coord.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "../core/scope-machine.ts";
+import { planReplay } from "../core/scope-replay.ts";
 import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
 
 /** The scope store's schema (created at start-up, not lazily: the scope object always had it). */
@@ -78,14 +79,6 @@ interface HistoryRow extends Record<string, SqlStorageValue> {
   previous_generation: string;
   event: string;
 }
-
-/** What a watch starting after a generation must be sent before live events. */
-export type ReplayPlan =
-  | { kind: "none" }
-  /** Every publish after the start point, in order, as wire JSON text. */
-  | { kind: "history"; messages: string[] }
-  /** History no longer reaches back: one event describing the current state. */
-  | { kind: "summary"; event: EventWire };
 
 type HolderJson = Omit<HeldLease, "epoch"> & { epoch: string };
 
@@ -204,34 +197,22 @@ export class ScopeStore extends MigratedStore {
   }
 
   /**
-   * What a watch after `afterGeneration` must replay. History "reaches back" when the oldest
-   * retained publish started at or below `afterGeneration`: then the retained publishes
-   * above it are exactly the ones the subscriber missed.
+   * The wire messages a watch after `afterGeneration` must be sent before live events (the
+   * shared rule of core/scope-replay.ts over the retained publish history).
    */
-  replayPlan(state: ScopeState, afterGeneration: bigint | undefined): ReplayPlan {
-    if (afterGeneration === undefined || afterGeneration >= state.generation) return { kind: "none" };
+  replayMessages(state: ScopeState, afterGeneration: bigint | undefined): string[] {
+    if (afterGeneration === undefined || afterGeneration >= state.generation) return [];
     const rows = this.sql
       .exec<HistoryRow>("SELECT generation, previous_generation, event FROM publish_history ORDER BY seq")
       .toArray();
-    const oldest = rows[0];
-    if (oldest !== undefined && BigInt(oldest.previous_generation) <= afterGeneration) {
-      return {
-        kind: "history",
-        messages: rows.filter((r) => BigInt(r.generation) > afterGeneration).map((r) => r.event),
-      };
-    }
-    // The catch-up event: the current state, every flag false, marked as a replay.
-    const { scope, generation, root, lastKeyPrefix } = state;
-    const { volumeId, objectStoreId } = scope;
-    const quiet = { processId: "", wantLock: false, unlocked: false, fallbackReason: "" };
-    const summary = {
-      ...quiet,
-      volumeId,
-      objectStoreId,
-      generation,
-      rootChanged: root,
-      keyPrefixChanged: lastKeyPrefix,
-    };
-    return { kind: "summary", event: eventToWire({ ...summary, replay: true }) };
+    const retained = rows.map((r) => ({
+      generation: BigInt(r.generation),
+      previousGeneration: BigInt(r.previous_generation),
+      message: r.event,
+    }));
+    const plan = planReplay(state, retained, afterGeneration);
+    if (plan.kind === "none") return [];
+    if (plan.kind === "summary") return [JSON.stringify(eventToWire(plan.event))];
+    return retained.slice(plan.fromIndex).map((r) => r.message);
   }
 }

@@ -29,10 +29,7 @@ export class ScopeWatchers extends Subscribers<ScopeStore> {
   /** Register `server`, send ready and the replay. Must not await (see module comment). */
   register(server: WebSocket, state: ScopeState, afterGeneration: bigint | undefined): void {
     const ready = JSON.stringify({ type: "ready", generation: formatCounter(state.generation) });
-    const plan = this.store.replayPlan(state, afterGeneration);
-    const replay =
-      plan.kind === "history" ? plan.messages : plan.kind === "summary" ? [JSON.stringify(plan.event)] : [];
-    this.accept(server, { control: [ready], events: replay });
+    this.accept(server, { control: [ready], events: this.store.replayMessages(state, afterGeneration) });
   }
 
   /** Send committed events to every subscriber, in commit order. Synchronous. */

@@ -82,7 +82,6 @@ export type AcquireBody = z.output<typeof acquireBodySchema>;
 
 /** `POST {scope}/leases/{leaseId}/keepalive`. Absent `ttlMs` reuses the lease's ttl. */
 export const keepaliveBodySchema = z.strictObject({ ttlMs: ttlMsSchema.optional() });
-export type KeepaliveBody = z.output<typeof keepaliveBodySchema>;
 
 /** `POST {scope}/leases/{leaseId}/refresh` takes no fields. */
 export const refreshBodySchema = z.strictObject({});

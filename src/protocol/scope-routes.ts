@@ -153,7 +153,6 @@ export const SCOPE_ROUTE_FAMILIES = {
 } as const;
 export type ScopeFamily = keyof typeof SCOPE_ROUTE_FAMILIES;
 export type ScopeRoutes = (typeof SCOPE_ROUTE_FAMILIES)[ScopeFamily];
-export type ScopeOperation = keyof ScopeRoutes;
 
 export const SCOPE_ROUTES: readonly RouteSpec[] = Object.values(SCOPE_ROUTE_FAMILIES).flatMap((family) =>
   Object.values<RouteSpec>(family),

@@ -5,12 +5,13 @@
  * Ported from the shiftlock certification suite (reference §4.1) and contract suite
  * (§4.3/§4.4), with SPEC's stronger rules where they differ (tokens advance by exactly 1,
  * losers get `claim_held`, abort leaves phase `owned`, a stale release changes nothing),
- * plus SPEC's operation-id replay, validation and watch rules.
+ * plus SPEC's operation-id replay, validation, batch and watch rules.
  */
 import { describe, expect, it } from "vitest";
 import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
 import type { ShiftlockError } from "../../src/protocol/errors.ts";
 import { expectCode, fixtureRunner, MINUTE, type ClaimsFixture } from "./claims-suite-helpers.ts";
+import { runBatchChecks } from "./claims-suite-batch.ts";
 import { runRuleChecks } from "./claims-suite-rules.ts";
 import { runWatchChecks } from "./claims-suite-watch.ts";
 
@@ -266,6 +267,7 @@ export function runClaimsContract(
       );
     });
     runRuleChecks(withFixture);
+    runBatchChecks(withFixture);
     runWatchChecks(withFixture);
   });
 }

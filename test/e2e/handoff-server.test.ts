@@ -1,27 +1,35 @@
 // The handoff runtime against the real Worker (`npm start`), over HTTP and WebSockets:
-// ownership, handoff commit with a successor adopting on the commit event, abort with
-// renewals resuming, a partial transfer rolled back, and loss on a stale token.
+// ownership, handoff commit with a successor adopting on the commit event, the handoff's
+// one prepare request and one commit request (batch, SPEC §6), abort with renewals
+// resuming, a partial transfer rolled back, and loss on a stale token.
 import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
-import { GenerationSession, HttpClaimsBackend, hasCode, type RuntimeEvent } from "../../src/client/index.ts";
+import {
+  GenerationSession,
+  HttpClaimsBackend,
+  hasCode,
+  type FetchLike,
+  type RuntimeEvent,
+} from "../../src/client/index.ts";
 
 const namespace = `e2e-handoff-${crypto.randomUUID().slice(0, 8)}`;
 
-function backend(): HttpClaimsBackend {
+function backend(fetch?: FetchLike): HttpClaimsBackend {
   return new HttpClaimsBackend({
     baseUrl: inject("serverUrl"),
     token: "dev-token",
     namespace,
     WebSocket: WebSocket,
+    ...(fetch === undefined ? {} : { fetch }),
   });
 }
 
-async function open(id: string, events: RuntimeEvent[] = []): Promise<GenerationSession> {
+async function open(id: string, events: RuntimeEvent[] = [], fetch?: FetchLike): Promise<GenerationSession> {
   const session = await GenerationSession.open({
     service: "e2e",
     instanceId: id,
     generationId: `${id}-${crypto.randomUUID().slice(0, 8)}`,
-    backend: backend(),
+    backend: backend(fetch),
     leaseTtlMs: 4_000,
     renewIntervalMs: 500,
     acquireIntervalMs: 100,
@@ -70,6 +78,34 @@ describe("handoff runtime on the real service", () => {
     expect(adopted.held).toBe(true);
     await b.close();
     expect((await admin.getClaim(claim)).phase).toBe("unowned");
+    await admin.close();
+  });
+
+  it("hands 16 claims over with one prepare request and one commit request", async () => {
+    const sent: string[] = [];
+    const counting: FetchLike = (url, init) => {
+      const body = typeof init.body === "string" ? (JSON.parse(init.body) as { ops?: { op: string }[] }) : {};
+      sent.push(
+        `${init.method ?? "GET"} ${new URL(url).pathname.split("/").slice(4).join("/")} ${body.ops?.[0]?.op ?? ""}`,
+      );
+      return fetch(url, init);
+    };
+    const a = await open("gen-a", [], counting);
+    const admin = backend();
+    const names = Array.from({ length: 16 }, (_, i) => `batch-${i}-${crypto.randomUUID()}`);
+    const leases = await Promise.all(names.map((c) => a.claim(c).tryAcquire()));
+    sent.length = 0;
+    const result = await a.handoffTo("gen-b-batch");
+    expect(sent.filter((s) => s.startsWith("POST batch"))).toEqual(["POST batch prepare", "POST batch commit"]);
+    // Renewals may run meanwhile (every 500 ms); no other single-claim call is made.
+    expect(sent.filter((s) => s.includes("claims/") && !s.includes("/renew"))).toEqual([]);
+    expect(result.claims).toHaveLength(16);
+    for (const l of leases) {
+      expect(await admin.getClaim(l.claimName)).toMatchObject({
+        ownerGeneration: "gen-b-batch",
+        fencingToken: l.token + 1n,
+      });
+    }
     await admin.close();
   });
 

@@ -198,3 +198,64 @@ describe("HttpClaimsBackend cancellation and lifecycle", () => {
     expect(calls).toHaveLength(0);
   });
 });
+
+describe("HttpClaimsBackend batch", () => {
+  it("is one request to the batch route; a locally refused op is its outcome and is not sent", async () => {
+    const { backend, calls } = backendWith(() =>
+      json(200, {
+        results: [{ status: 200, body: { claim: claimToWire(record) } }, errorAnswerBody(409, "stale_token")],
+      }),
+    );
+    const outcomes = await backend.batch([
+      {
+        op: "prepare",
+        claimName: "a/b c",
+        fromGeneration: "g1",
+        toGeneration: "g2",
+        token: 18_446_744_073_709_551_614n,
+        ttlMs: 30_000,
+        operationId: "p-1",
+      },
+      { op: "acquire", claimName: "short", generationId: "g1", ttlMs: 5 },
+      { op: "release", claimName: "r", generationId: "g1", token: 3n },
+    ]);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.url).toBe("https://locks.example/v1/ns/team%2Fx/batch");
+    expect(JSON.parse(calls[0]!.body!)).toEqual({
+      ops: [
+        {
+          op: "prepare",
+          claim: "a/b c",
+          fromGeneration: "g1",
+          toGeneration: "g2",
+          token: "18446744073709551614",
+          ttlMs: 30_000,
+          operationId: "p-1",
+        },
+        { op: "release", claim: "r", generationId: "g1", token: "3" },
+      ],
+    });
+    expect(outcomes[0]).toEqual({ ok: true, claim: record });
+    expect(outcomes[1]).toMatchObject({ ok: false, error: { code: "invalid_request", details: { field: "ttlMs" } } });
+    expect(outcomes[2]).toMatchObject({ ok: false, error: { code: "stale_token" } });
+    expect(outcomes[2]!.ok === false && outcomes[2]!.error).toBeInstanceOf(ShiftlockError);
+  });
+
+  it("refuses a malformed batch before sending and a result list of the wrong length after", async () => {
+    const { backend, calls } = backendWith(() => json(200, { results: [] }));
+    const op = { op: "acquire", claimName: "c", generationId: "g", ttlMs: 1_000 } as const;
+    await expect(backend.batch([op, op])).rejects.toMatchObject({
+      code: "invalid_request",
+      details: { field: "ops.1.claim" },
+    });
+    await expect(backend.batch([])).rejects.toMatchObject({ code: "invalid_request" });
+    expect(calls).toHaveLength(0);
+    await expect(backend.batch([op])).rejects.toMatchObject({ code: "internal" });
+    expect(calls).toHaveLength(1);
+  });
+});
+
+/** One op's failed result as the server renders it. */
+function errorAnswerBody(status: number, code: Parameters<typeof errorEnvelope>[0]): { status: number; body: unknown } {
+  return { status, body: errorEnvelope(code) };
+}

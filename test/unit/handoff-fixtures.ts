@@ -1,7 +1,13 @@
 // Shared fixtures of the handoff runtime tests: a ManualClock-driven MemoryClaimsBackend,
 // sessions configured like the Go reference's `newTestCoord`, and fault injection.
 import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
-import type { ClaimsBackend } from "../../src/client/claims/claims-backend.ts";
+import type {
+  BatchOp,
+  BatchOutcome,
+  CallOptions,
+  ClaimRecord,
+  ClaimsBackend,
+} from "../../src/client/claims/claims-backend.ts";
 import { GenerationSession } from "../../src/client/handoff/index.ts";
 import type { GenerationSessionConfig, RuntimeEvent } from "../../src/client/handoff/index.ts";
 import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
@@ -14,9 +20,52 @@ type Method = {
 /** A fault hook: return a promise to replace the call, or undefined to pass it through. */
 export type Fault = (args: unknown[], call: () => Promise<unknown>) => Promise<unknown> | undefined;
 
-/** `inner` with per-method fault hooks (set/cleared at any time through `faults`). */
+/** The single method each batch op stands for (its faults apply to the op inside a batch). */
+const OP_METHOD = {
+  acquire: "acquireClaim",
+  renew: "renewClaim",
+  prepare: "prepareTransfer",
+  commit: "commitTransfer",
+  abort: "abortTransfer",
+  release: "releaseClaim",
+} as const satisfies Record<BatchOp["op"], Method>;
+
+/**
+ * `inner` with per-method fault hooks (set/cleared at any time through `faults`). A hook on
+ * a single method (say `commitTransfer`) also applies to that op inside a `batch`: the op's
+ * outcome is what the hook's promise settles to (a rejection becomes the op's error, as the
+ * server answers a refused op), and the other ops go to `inner.batch` in one call. So a
+ * test written against the single-op path asserts the same of the batch path. A hook on
+ * `batch` itself replaces the whole call (e.g. a lost response).
+ */
 export function faulty(inner: ClaimsBackend): { backend: ClaimsBackend; faults: Partial<Record<Method, Fault>> } {
   const faults: Partial<Record<Method, Fault>> = {};
+  const opFaults = async (ops: readonly BatchOp[], opts: CallOptions | undefined): Promise<BatchOutcome[]> => {
+    const outcomes: Promise<BatchOutcome>[] = [];
+    const passed: number[] = [];
+    ops.forEach((op, i) => {
+      const { op: name, ...req } = op;
+      const method = OP_METHOD[name];
+      const single = (): Promise<unknown> => (inner[method] as (r: unknown) => Promise<unknown>).call(inner, req);
+      const replaced = faults[method]?.([req], single);
+      if (replaced === undefined) passed.push(i);
+      else
+        outcomes[i] = replaced.then(
+          (claim) => ({ ok: true, claim: claim as ClaimRecord }),
+          (error: unknown) => ({ ok: false, error: error as ShiftlockError }),
+        );
+    });
+    if (passed.length > 0) {
+      const answers = inner.batch(
+        passed.map((i) => ops[i]!),
+        opts,
+      );
+      passed.forEach((i, j) => {
+        outcomes[i] = answers.then((a) => a[j]!);
+      });
+    }
+    return Promise.all(outcomes);
+  };
   const backend = new Proxy(inner, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);
@@ -25,7 +74,9 @@ export function faulty(inner: ClaimsBackend): { backend: ClaimsBackend; faults: 
       return (...args: unknown[]) => {
         const call = (): Promise<unknown> => fn.apply(target, args) as Promise<unknown>;
         const hook = faults[prop as Method];
-        return hook?.(args, call) ?? fn.apply(target, args);
+        if (hook !== undefined) return hook(args, call) ?? call();
+        if (prop === "batch") return opFaults(args[0] as BatchOp[], args[1] as CallOptions | undefined);
+        return call();
       };
     },
   });

@@ -67,6 +67,38 @@ describe("handoff", () => {
     await b.close();
   });
 
+  it("a successor whose acquire poll is still in flight adopts on the commit event without waiting for it", async () => {
+    const r = rig();
+    const claim = name();
+    const a = await r.open("gen-a");
+    const b = await r.open("gen-b");
+    const old = await a.claim(claim).tryAcquire();
+    // B's acquire polls hang until the gate opens (a slow server answer).
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    r.faults.acquireClaim = (args, call) =>
+      (args[0] as { generationId: string }).generationId === "gen-b" ? gate.then(call) : undefined;
+    let adopted: bigint | undefined;
+    const waiting = b
+      .claim(claim)
+      .waitForOwnership()
+      .then((l) => (adopted = l.token));
+    await flushMicrotasks(50);
+    await a.handoffTo("gen-b");
+    await flushMicrotasks(100);
+    expect(adopted).toBe(old.token + 1n);
+    await waiting;
+    // The poll answers late (the claim is B's by then): same lease, no release, no second epoch.
+    open();
+    await flushMicrotasks(100);
+    const lease = b.claim(claim).lease!;
+    expect(lease.token).toBe(old.token + 1n);
+    expect(await r.backend.getClaim(claim)).toMatchObject({ ownerGeneration: "gen-b", fencingToken: old.token + 1n });
+    expect(r.events.filter((e) => e.type === "claim.acquired" && e.generationId === "gen-b")).toHaveLength(1);
+    expect(r.events.filter((e) => e.type === "claim.released" && e.generationId === "gen-b")).toEqual([]);
+    await b.close();
+  });
+
   it("abort keeps ownership with the same token; renewals and new work resume", async () => {
     const r = rig();
     const claim = name();

@@ -10,14 +10,20 @@
  *   result without side effects.
  * - `signal` cancels the wait for a response; it does not undo a mutation the server may
  *   already have applied (retry with the same `operationId` to find out).
+ * - `batch(ops)` runs up to 128 mutations of distinct claims in one call
+ *   (one request over HTTP, SPEC §6). Each op's outcome is a value — the record its single
+ *   call would resolve with, or the error it would reject with — so one refused op never
+ *   hides the others'. Only what fails every op rejects the call (a malformed batch:
+ *   0 or more than 128 ops or a claim twice → `invalid_request`; auth; no answer at all).
  *
  * Does not: validate generation registration (an unregistered id may acquire), or renew
  * leases on its own (the handoff runtime does that).
  */
-import type { ClaimEventReason, ClaimRecord } from "../../protocol/claims.ts";
+import type { BatchOpName, ClaimEventReason, ClaimRecord } from "../../protocol/claims.ts";
+import type { ShiftlockError } from "../../protocol/errors.ts";
 import type { GenerationRecord, GenerationState } from "../../protocol/generations.ts";
 
-export type { ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState };
+export type { BatchOpName, ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState };
 
 /** Per-call options. */
 export interface CallOptions {
@@ -78,6 +84,26 @@ export interface ReleaseRequest {
   operationId?: string;
 }
 
+/** The request each batch op name stands for (the keys are exactly SPEC §6's op names). */
+interface BatchRequests extends Record<BatchOpName, object> {
+  acquire: AcquireRequest;
+  renew: RenewRequest;
+  prepare: TransferRequest;
+  commit: CommitRequest;
+  abort: AbortRequest;
+  release: ReleaseRequest;
+}
+
+/**
+ * One op of {@link ClaimsBackend.batch}: the single call's request plus which call it is.
+ * @example
+ * { op: "prepare", claimName: "ledger", fromGeneration: "g1", toGeneration: "g2", token: 7n, ttlMs: 30_000 }
+ */
+export type BatchOp = { [K in BatchOpName]: { op: K } & BatchRequests[K] }[BatchOpName];
+
+/** What one batch op came to: what its single call would have resolved with, or rejected with. */
+export type BatchOutcome = { ok: true; claim: ClaimRecord } | { ok: false; error: ShiftlockError };
+
 export interface RegisterGenerationRequest {
   id: string;
   service: string;
@@ -114,6 +140,11 @@ export interface ClaimsBackend {
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord>;
   /** Resolves with the released record. */
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  /**
+   * Run 1–128 mutations of distinct claims at once (independent, not atomic); one outcome
+   * per op, in order. Operation ids keep their meaning (shared with the single calls).
+   */
+  batch(ops: readonly BatchOp[], opts?: CallOptions): Promise<BatchOutcome[]>;
   watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch;
   updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord>;

@@ -6,6 +6,9 @@
  *   generation-routes.ts): fencing tokens and versions are `bigint` in code and decimal
  *   strings on the wire; refusals reject with the server's {@link ShiftlockError} (same
  *   `code`); see `http-transport.ts` for network failures and cancellation.
+ * - `batch(ops)` is one request to the batch route (SPEC §6): ops are checked and encoded
+ *   as their single routes would be (claim-batch.ts), an op refused locally is that op's
+ *   outcome and is not sent, and each result is decoded with its op's own route.
  * - `watchClaim` is a resumable WebSocket watch (see `claim-watch.ts`).
  * - After `close()` every call rejects with `invalid_request` ("client is closed") and
  *   every open watch ends.
@@ -19,7 +22,7 @@
  * console.log(rec.fencingToken); // 7n
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
-import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, claimBatch, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
 import type { ClaimWatchMessage } from "../../protocol/claims.ts";
@@ -33,10 +36,13 @@ import {
   type WebSocketConstructor,
   type WebSocketLike,
 } from "../transport/websocket.ts";
+import { checkBatch, encodeOp, outcomeOf, settleOp, type EncodedOp } from "./claim-batch.ts";
 import { ClaimResume, type ClaimWatchClientMessage } from "./claim-watch.ts";
 import type {
   AbortRequest,
   AcquireRequest,
+  BatchOp,
+  BatchOutcome,
   CallOptions,
   ClaimRecord,
   ClaimsBackend,
@@ -112,6 +118,30 @@ export class HttpClaimsBackend implements ClaimsBackend {
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
     const { claimName, ...body } = req;
     return this.mutate(CLAIM_MUTATIONS.release, claimName, body, opts);
+  }
+
+  async batch(ops: readonly BatchOp[], opts?: CallOptions): Promise<BatchOutcome[]> {
+    this.ensureOpen();
+    checkBatch(ops);
+    const outcomes: (BatchOutcome | undefined)[] = [];
+    const sent: { index: number; op: EncodedOp }[] = [];
+    ops.forEach((op, index) => {
+      const encoded = settleOp(() => encodeOp(op));
+      if ("ok" in encoded) outcomes[index] = encoded;
+      else sent.push({ index, op: encoded });
+    });
+    if (sent.length > 0) {
+      const body = { ops: sent.map(({ op }) => ({ op: op.op, claim: op.claimName, ...op.body })) };
+      const { results } = await this.transport.call(claimBatch, { body }, opts?.signal);
+      if (results.length !== sent.length) {
+        throw new ShiftlockError(
+          "internal",
+          `malformed response to claimBatch: ${results.length} results for ${sent.length} ops`,
+        );
+      }
+      sent.forEach(({ index, op }, i) => (outcomes[index] = outcomeOf(op.route, results[i]!)));
+    }
+    return outcomes as BatchOutcome[];
   }
 
   async getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {

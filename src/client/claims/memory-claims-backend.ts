@@ -14,6 +14,8 @@
  *   armed at each claim's deadline, so a watcher hears `expired` when a `ManualClock` is
  *   advanced past it, without anyone touching the claim.
  * - Every call is atomic (no await between decide and save); `signal` is checked on entry.
+ * - `batch(ops)` checks the batch whole as the route does, then runs each op through the
+ *   same path as its single call; each op's answer (or local refusal) is its outcome.
  *
  * Does not: persist anything, close slow watchers (buffers are unbounded), or enforce
  * auth/namespaces (one backend is one namespace).
@@ -34,15 +36,17 @@ import {
   generationDecisionToResponse,
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
-import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import { getClaim, watchClaim } from "../../protocol/claim-routes.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
-import type { RouteBody } from "../../protocol/route.ts";
-import { checkPathParams, decodeAnswer, encodeBody, encodeQuery } from "../transport/route-codec.ts";
+import { checkPathParams, decodeAnswer, encodeBody, encodeQuery, type WireAnswer } from "../transport/route-codec.ts";
 import { WatchQueue } from "../transport/watch-queue.ts";
+import { checkBatch, encodeOp, outcomeOf, settleOp, type EncodedOp } from "./claim-batch.ts";
 import type {
   AbortRequest,
   AcquireRequest,
+  BatchOp,
+  BatchOutcome,
   CallOptions,
   ClaimRecord,
   ClaimsBackend,
@@ -64,15 +68,13 @@ export interface MemoryClaimsBackendOptions {
   clock?: Clock;
 }
 
-/** Run `fn` now; its result or throw becomes the promise (every call is synchronous inside). */
 /** Route paths below the claim, as operation fingerprints name them (`acquire`, `transfer/prepare`, …). */
 const CLAIM_PREFIX = "/v1/ns/{ns}/claims/{claim}/";
 
+/** Run `fn` now; its result or throw becomes the promise (every call is synchronous inside). */
 function settle<T>(fn: () => T): Promise<T> {
   return new Promise<T>((resolve) => resolve(fn()));
 }
-
-type Mutation = (typeof CLAIM_MUTATIONS)[keyof typeof CLAIM_MUTATIONS];
 
 /** The test hook behind {@link forceSetToken} (set in the class's static block). */
 let seedToken: (backend: MemoryClaimsBackend, claimName: string, token: bigint) => void;
@@ -121,74 +123,72 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   }
 
   /**
-   * Check and encode the request with the route's schemas (as the HTTP client does before
-   * sending), run one claim command with operation-id replay, re-arm expiry, and decode
-   * the wire answer with the same function as the HTTP client.
+   * One claim mutation, synchronously: check and encode it as its route would (the HTTP
+   * client does the same before sending), run it with operation-id replay, re-arm expiry,
+   * and return the wire answer — what the claim's Durable Object would have answered.
    */
-  private mutate<R extends Mutation>(
-    route: R,
-    claimName: string,
-    body: RouteBody<R> & { operationId?: string | undefined },
-    command: ClaimCommand,
-    opts: CallOptions | undefined,
-  ): Promise<ClaimRecord> {
+  private run(op: BatchOp): { route: EncodedOp["route"]; answer: WireAnswer } {
+    const { route, claimName, body } = encodeOp(op);
+    const slot = this.slot(claimName);
+    const operationId = op.operationId;
+    const replayKey =
+      operationId === undefined
+        ? undefined
+        : { id: operationId, fingerprint: requestFingerprint(route.path.slice(CLAIM_PREFIX.length), body) };
+    const answer = slot.run(commandOf(op), this.clock.nowMs(), replayKey);
+    this.arm(slot);
+    return { route, answer };
+  }
+
+  /** One single call: the answer decoded with the same function as the HTTP client. */
+  private mutate(op: BatchOp, opts: CallOptions | undefined): Promise<ClaimRecord> {
     return settle(() => {
       this.enter(opts);
-      checkPathParams(route, { claim: claimName });
-      const wire = encodeBody(route, body) as object;
-      const slot = this.slot(claimName);
-      const op =
-        body.operationId === undefined
-          ? undefined
-          : { id: body.operationId, fingerprint: requestFingerprint(route.path.slice(CLAIM_PREFIX.length), wire) };
-      const answer = slot.run(command, this.clock.nowMs(), op);
-      this.arm(slot);
-      return decodeAnswer<Mutation>(route, answer).claim;
+      const { route, answer } = this.run(op);
+      return decodeAnswer<EncodedOp["route"]>(route, answer).claim;
     });
   }
 
   acquireClaim(req: AcquireRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName, ...body } = req;
-    const command: ClaimCommand = {
-      kind: "acquire",
-      generationId: req.generationId,
-      ttlMs: req.ttlMs,
-      allowEmptyOnly: req.allowEmptyOnly,
-    };
-    return this.mutate(CLAIM_MUTATIONS.acquire, claimName, body, command, opts);
+    return this.mutate({ op: "acquire", ...req }, opts);
   }
 
   renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName, ...body } = req;
-    const command: ClaimCommand = { kind: "renew", generationId: req.generationId, token: req.token, ttlMs: req.ttlMs };
-    return this.mutate(CLAIM_MUTATIONS.renew, claimName, body, command, opts);
+    return this.mutate({ op: "renew", ...req }, opts);
   }
 
   prepareTransfer(req: TransferRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName, ...body } = req;
-    const { fromGeneration, toGeneration, token, ttlMs } = req;
-    const command: ClaimCommand = { kind: "prepare", fromGeneration, toGeneration, token, ttlMs };
-    return this.mutate(CLAIM_MUTATIONS.prepare, claimName, body, command, opts);
+    return this.mutate({ op: "prepare", ...req }, opts);
   }
 
   commitTransfer(req: CommitRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName, ...body } = req;
-    const { fromGeneration, toGeneration, expectedToken, ttlMs } = req;
-    const command: ClaimCommand = { kind: "commit", fromGeneration, toGeneration, expectedToken, ttlMs };
-    return this.mutate(CLAIM_MUTATIONS.commit, claimName, body, command, opts);
+    return this.mutate({ op: "commit", ...req }, opts);
   }
 
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName, ...body } = req;
-    const { fromGeneration, toGeneration, expectedToken } = req;
-    const command: ClaimCommand = { kind: "abort", fromGeneration, toGeneration, expectedToken };
-    return this.mutate(CLAIM_MUTATIONS.abort, claimName, body, command, opts);
+    return this.mutate({ op: "abort", ...req }, opts);
   }
 
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    const { claimName, ...body } = req;
-    const command: ClaimCommand = { kind: "release", generationId: req.generationId, token: req.token };
-    return this.mutate(CLAIM_MUTATIONS.release, claimName, body, command, opts);
+    return this.mutate({ op: "release", ...req }, opts);
+  }
+
+  /**
+   * The batch route's semantics (SPEC §6) in process: the batch is checked whole first,
+   * then every op runs through the same path as its single call, in order; each op's
+   * answer or local refusal is its outcome.
+   */
+  batch(ops: readonly BatchOp[], opts?: CallOptions): Promise<BatchOutcome[]> {
+    return settle(() => {
+      this.enter(opts);
+      checkBatch(ops);
+      return ops.map((op) =>
+        settleOp(() => {
+          const { route, answer } = this.run(op);
+          return outcomeOf(route, answer);
+        }),
+      );
+    });
   }
 
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {
@@ -308,5 +308,29 @@ export class MemoryClaimsBackend implements ClaimsBackend {
       },
       () => {},
     );
+  }
+}
+
+/** The machine's command for one op (the server maps its validated body the same way). */
+function commandOf(op: BatchOp): ClaimCommand {
+  switch (op.op) {
+    case "acquire":
+      return { kind: "acquire", generationId: op.generationId, ttlMs: op.ttlMs, allowEmptyOnly: op.allowEmptyOnly };
+    case "renew":
+      return { kind: "renew", generationId: op.generationId, token: op.token, ttlMs: op.ttlMs };
+    case "prepare": {
+      const { fromGeneration, toGeneration, token, ttlMs } = op;
+      return { kind: "prepare", fromGeneration, toGeneration, token, ttlMs };
+    }
+    case "commit": {
+      const { fromGeneration, toGeneration, expectedToken, ttlMs } = op;
+      return { kind: "commit", fromGeneration, toGeneration, expectedToken, ttlMs };
+    }
+    case "abort": {
+      const { fromGeneration, toGeneration, expectedToken } = op;
+      return { kind: "abort", fromGeneration, toGeneration, expectedToken };
+    }
+    case "release":
+      return { kind: "release", generationId: op.generationId, token: op.token };
   }
 }

@@ -19,6 +19,7 @@
  * Does not: persist anything, or share state between instances (share one instance).
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
+import { planReplay } from "../../core/scope-replay.ts";
 import {
   HISTORY_RETAINED,
   eventToWire,
@@ -254,26 +255,11 @@ export class MemoryCoordinator implements Coordinator {
   }
 
   private replay(entry: ScopeEntry, afterGeneration: bigint): CoordEvent[] {
-    const state = entry.state;
-    if (afterGeneration >= state.generation) return [];
-    const firstIndex = entry.history.findIndex((h) => h.event.generation > afterGeneration);
-    const first = entry.history[firstIndex];
-    if (first !== undefined && first.previousGeneration <= afterGeneration) {
-      return entry.history.slice(firstIndex).map((h) => overTheWire(h.event));
-    }
-    const catchUp: WireCoordEvent = {
-      processId: "",
-      volumeId: state.scope.volumeId,
-      objectStoreId: state.scope.objectStoreId,
-      generation: state.generation,
-      wantLock: false,
-      unlocked: false,
-      rootChanged: cloneJson(state.root),
-      keyPrefixChanged: state.lastKeyPrefix,
-      fallbackReason: "",
-      replay: true,
-    };
-    return [overTheWire(catchUp)];
+    const retained = entry.history.map((h) => ({ ...h, generation: h.event.generation }));
+    const plan = planReplay(entry.state, retained, afterGeneration);
+    if (plan.kind === "none") return [];
+    if (plan.kind === "summary") return [overTheWire(plan.event)];
+    return retained.slice(plan.fromIndex).map((h) => overTheWire(h.event));
   }
 
   private lease(

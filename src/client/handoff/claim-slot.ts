@@ -131,12 +131,25 @@ export class ClaimSlot {
           committed = undefined;
           if (deadlineMs - cfg.safetyMarginMs > cfg.clock.nowMs()) return this.adopt(record, deadlineMs);
         }
-        try {
-          return await this.tryAcquire({ signal: stop });
-        } catch (err) {
-          if (stop.aborted) throw this.stopReason(opts.signal);
-          if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isTransient(err)) throw err;
+        // A commit event that arrives while this poll is in flight is adopted at once: under
+        // load the poll's answer can take far longer than the event. The poll keeps its
+        // interest, so if it succeeds later it returns this same lease (acquireOnce), never
+        // a compensating release.
+        const gotEvent = new Promise<"event">((resolve) => (wake = () => resolve("event")));
+        const attempt = this.tryAcquire({ signal: stop }).then(
+          (lease) => ({ lease }),
+          (err: unknown) => ({ err }),
+        );
+        let answer = await Promise.race([attempt, gotEvent]);
+        if (answer === "event") {
+          if (committed !== undefined) continue;
+          answer = await attempt;
         }
+        wake = undefined;
+        if ("lease" in answer) return answer.lease;
+        if (stop.aborted) throw this.stopReason(opts.signal);
+        const err = answer.err;
+        if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isTransient(err)) throw err;
         if (committed !== undefined) continue;
         const pause = new AbortController();
         const woken = new Promise<void>((resolve) => (wake = resolve));

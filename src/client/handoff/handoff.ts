@@ -4,6 +4,12 @@
  * abort every claim.
  *
  * Guarantees:
+ * - Each step over the claims is one batch request (SPEC §6, batch-steps.ts): after the
+ *   drain, every claim is prepared in one request, then committed in one request, and a
+ *   rollback aborts them in one request — chunks of at most 128 claims, sent together, so
+ *   a step costs one round trip whatever the number of claims. A refused op of a batch is
+ *   handled exactly as a refused single call: it fails (or, for commit, partly fails) the
+ *   handoff, and the others' outcomes are used.
  * - All-or-rollback before commit: a drain timeout, a refused or timed-out prepare, an
  *   explicit `abort()` or the transfer timeout aborts every claim of the handoff, in claim
  *   name order; the generation is active again, renewals continue and the drain group
@@ -24,12 +30,15 @@
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
-import type { ClaimSlot } from "./claim-slot.ts";
+import { runStep } from "./batch-steps.ts";
+import { REFUSED, type ClaimSlot } from "./claim-slot.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { DrainGroup } from "./drain-group.ts";
 import type { RuntimeEvents } from "./events.ts";
 import type { Lease } from "./lease.ts";
-import { retryTransient } from "./retry.ts";
+
+/** Refusals of an abort that prove the claim is no longer ours (expired or taken). */
+const ABORT_REFUSED = ["no_transfer", "not_owner", "stale_token"] as const;
 
 export type HandoffStatus =
   "pending" | "draining" | "drained" | "transferring" | "prepared" | "committing" | "committed" | "aborted";
@@ -146,12 +155,10 @@ export class Handoff {
     const { cfg, events } = this.host;
     if (this.fromState === "active") this.host.transition("transferring", "transfer_prepared");
     this.transferDeadlineMs = cfg.clock.nowMs() + cfg.transferTimeoutMs;
-    const outcomes = await Promise.allSettled(this.members.map((m) => this.prepareOne(m, opts.signal)));
-    const firstFailure = outcomes.find((o) => o.status === "rejected");
+    const firstFailure = (await this.prepareAll(opts.signal)).find((e) => e !== undefined);
     if (firstFailure !== undefined) {
-      const error = firstFailure.reason as Error;
-      await this.rollback(error);
-      throw error;
+      await this.rollback(firstFailure);
+      throw firstFailure;
     }
     this.statusNow = "prepared";
     for (const m of this.members) {
@@ -194,7 +201,7 @@ export class Handoff {
     if (this.statusNow !== "prepared") await this.transfer(opts);
     this.statusNow = "committing";
     for (const m of this.members) m.handle.committing = true;
-    const settled = await Promise.all(this.members.map((m) => this.commitOne(m)));
+    const settled = await this.commitEvery();
     const done = settled.filter((s): s is HandedOffClaim => !(s instanceof Error));
     const failed = this.members.filter((_m, i) => settled[i] instanceof Error);
     for (const m of this.members) m.handle.committing = false;
@@ -226,79 +233,78 @@ export class Handoff {
     throw error;
   }
 
-  private async prepareOne(m: Member, signal: AbortSignal | undefined): Promise<void> {
+  /**
+   * Prepare every claim in one batch: the failure of each member in claim order
+   * (undefined: prepared). A lease that already ended is not sent (`not_owner`).
+   */
+  private async prepareAll(signal: AbortSignal | undefined): Promise<(Error | undefined)[]> {
     const { cfg } = this.host;
-    if (!m.lease.held) {
-      throw new ShiftlockError("not_owner", `lease on ${JSON.stringify(m.handle.name)} ended before transfer`, {
-        claim: m.handle.name,
-      });
-    }
-    await this.refusalLoses(m, () =>
-      retryTransient(
-        cfg.clock,
-        this.transferDeadlineMs,
-        () =>
-          cfg.backend.prepareTransfer(
-            {
-              claimName: m.handle.name,
-              fromGeneration: cfg.generationId,
-              toGeneration: this.successor,
-              token: m.lease.token,
-              ttlMs: cfg.reservationTtlMs,
-              operationId: m.operationIds.prepare,
-            },
-            { signal },
-          ),
-        signal,
-      ),
+    const sending = this.members.filter((m) => m.lease.held);
+    const outcomes = await runStep(
+      cfg.backend,
+      cfg.clock,
+      sending.map((m) => ({
+        op: { op: "prepare", ...this.opOf(m, "prepare"), token: m.lease.token, ttlMs: cfg.reservationTtlMs },
+        untilMs: this.transferDeadlineMs,
+      })),
+      signal,
     );
-    // The local deadline stays the last renew's bound: a renew in flight may be applied
-    // after this prepare and shorten the expiry again. From now on renewals carry the
-    // reservation ttl.
-    m.handle.setReserved(m.lease, true);
-  }
-
-  /** A refused prepare proves this epoch is over (`not_owner`, `stale_token`, gone): the lease is lost. */
-  private async refusalLoses<T>(m: Member, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (hasCode(err, "not_owner") || hasCode(err, "stale_token") || hasCode(err, "claim_not_found")) {
-        m.handle.lose(m.lease, err);
+    return this.members.map((m) => {
+      const i = sending.indexOf(m);
+      const outcome = outcomes[i];
+      if (outcome === undefined) {
+        return new ShiftlockError("not_owner", `lease on ${JSON.stringify(m.handle.name)} ended before transfer`, {
+          claim: m.handle.name,
+        });
       }
-      throw err;
-    }
+      if (!outcome.ok) {
+        // A refused prepare proves this epoch is over (`not_owner`, `stale_token`, gone): the lease is lost.
+        if (REFUSED.some((code) => hasCode(outcome.error, code))) m.handle.lose(m.lease, outcome.error);
+        return outcome.error;
+      }
+      // The local deadline stays the last renew's bound: a renew in flight may be applied
+      // after this prepare and shorten the expiry again. From now on renewals carry the
+      // reservation ttl.
+      m.handle.setReserved(m.lease, true);
+      return undefined;
+    });
   }
 
-  private async commitOne(m: Member): Promise<HandedOffClaim | Error> {
+  /** Commit every claim in one batch: each member's hand-over, or its error, in claim order. */
+  private async commitEvery(): Promise<(HandedOffClaim | Error)[]> {
     const { cfg } = this.host;
-    const name = m.handle.name;
-    const expected = m.lease.token;
     const sentAt = cfg.clock.nowMs();
-    try {
-      const record = await retryTransient(cfg.clock, this.transferDeadlineMs, () =>
-        cfg.backend.commitTransfer({
-          claimName: name,
-          fromGeneration: cfg.generationId,
-          toGeneration: this.successor,
-          expectedToken: expected,
-          ttlMs: cfg.leaseTtlMs,
-          operationId: m.operationIds.commit,
-        }),
-      );
-      return this.handedOff(m, record, sentAt);
-    } catch (err) {
-      // Ambiguous (no answer in time) or refused: the claim itself says what happened.
-      try {
-        const record = await cfg.backend.getClaim(name);
-        if (record.ownerGeneration === this.successor && record.fencingToken === expected + 1n) {
-          return this.handedOff(m, record, sentAt);
+    const outcomes = await runStep(
+      cfg.backend,
+      cfg.clock,
+      this.members.map((m) => ({
+        op: { op: "commit", ...this.opOf(m, "commit"), expectedToken: m.lease.token, ttlMs: cfg.leaseTtlMs },
+        untilMs: this.transferDeadlineMs,
+      })),
+    );
+    return Promise.all(
+      this.members.map(async (m, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) return this.handedOff(m, outcome.claim, sentAt);
+        // Ambiguous (no answer in time) or refused: the claim itself says what happened.
+        try {
+          const record = await cfg.backend.getClaim(m.handle.name);
+          if (record.ownerGeneration === this.successor && record.fencingToken === m.lease.token + 1n) {
+            return this.handedOff(m, record, sentAt);
+          }
+        } catch {
+          // Unreadable: treat as not committed; the abort below settles it.
         }
-      } catch {
-        // Unreadable: treat as not committed; the abort below settles it.
-      }
-      return err as Error;
-    }
+        return outcome.error;
+      }),
+    );
+  }
+
+  /** What every op of a step carries for member `m`. */
+  private opOf(m: Member, step: keyof Member["operationIds"]) {
+    const { generationId } = this.host.cfg;
+    const operationId = m.operationIds[step];
+    return { claimName: m.handle.name, fromGeneration: generationId, toGeneration: this.successor, operationId };
   }
 
   private handedOff(m: Member, record: ClaimRecord, sentAt: number): HandedOffClaim {
@@ -316,18 +322,18 @@ export class Handoff {
     const { cfg, events, drain } = this.host;
     this.timerStop.abort();
     this.failure = error;
-    for (const m of this.members) {
-      if (!m.lease.reserved || !m.lease.held) continue;
-      try {
-        await retryTransient(cfg.clock, m.lease.deadlineMs - cfg.safetyMarginMs, () =>
-          cfg.backend.abortTransfer({
-            claimName: m.handle.name,
-            fromGeneration: cfg.generationId,
-            toGeneration: this.successor,
-            expectedToken: m.lease.token,
-            operationId: m.operationIds.abort,
-          }),
-        );
+    const aborting = this.members.filter((m) => m.lease.reserved && m.lease.held);
+    const outcomes = await runStep(
+      cfg.backend,
+      cfg.clock,
+      aborting.map((m) => ({
+        op: { op: "abort", ...this.opOf(m, "abort"), expectedToken: m.lease.token },
+        untilMs: m.lease.deadlineMs - cfg.safetyMarginMs,
+      })),
+    );
+    aborting.forEach((m, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) {
         m.handle.setReserved(m.lease, false);
         events.emit("transfer.aborted", {
           claim: m.handle.name,
@@ -335,15 +341,13 @@ export class Handoff {
           successor: this.successor,
           reason: error.message,
         });
-      } catch (err) {
-        if (hasCode(err, "no_transfer") || hasCode(err, "not_owner") || hasCode(err, "stale_token")) {
-          // The reservation is gone and the claim is not ours (expired or taken): a loss.
-          m.handle.lose(m.lease, err);
-        } else {
-          events.emit("error", { op: "abort", claim: m.handle.name, error: err as Error });
-        }
+      } else if (ABORT_REFUSED.some((code) => hasCode(outcome.error, code))) {
+        // The reservation is gone and the claim is not ours (expired or taken): a loss.
+        m.handle.lose(m.lease, outcome.error);
+      } else {
+        events.emit("error", { op: "abort", claim: m.handle.name, error: outcome.error });
       }
-    }
+    });
     this.statusNow = "aborted";
     drain.reopen();
     const stillHeld = this.members.some((m) => m.lease.held);

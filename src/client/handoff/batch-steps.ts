@@ -1,0 +1,88 @@
+/**
+ * One step of a handoff (prepare, commit or abort of every claim) as batch requests
+ * (SPEC §6): every op of the step goes out at once, so a step costs one round trip
+ * whatever the number of claims.
+ *
+ * Guarantees:
+ * - Ops are sent in chunks of at most {@link BATCH_MAX_OPS} (the route's limit), all chunks
+ *   at once: up to 128 claims a step is exactly one request; 129–256 two; and so on.
+ * - Each op settles to an outcome, in input order: the record, or the error its single
+ *   call would have thrown — a refusal of that op, or a failure of its whole request.
+ * - Only *transient* failures are retried (retry.ts: no answer, `internal`, `rate_limited`),
+ *   per op, until that op's `untilMs` on the clock: the ops still pending go out together
+ *   again after the client's one backoff, with their own operation ids, so an op whose
+ *   answer was lost is applied once. A refusal is final at once.
+ * - `signal` aborting ends every pending op with the signal's reason.
+ *
+ * Does not: decide what an outcome means for a lease (handoff.ts does), or order ops
+ * across chunks (they are independent on the server anyway).
+ */
+import { type Clock, sleepLinked } from "../../core/clock.ts";
+import { BATCH_MAX_OPS } from "../../protocol/claims.ts";
+import type { BatchOp, ClaimRecord, ClaimsBackend } from "../claims/claims-backend.ts";
+import { Backoff } from "../transport/backoff.ts";
+import { isTransient } from "./retry.ts";
+
+/** One op of a step and the clock time after which a transient failure is final. */
+export interface StepOp {
+  op: BatchOp;
+  untilMs: number;
+}
+
+/** An op's final outcome (`error` may be a whole request's failure, e.g. the abort reason). */
+export type StepOutcome = { ok: true; claim: ClaimRecord } | { ok: false; error: Error };
+
+/** `items` cut into consecutive chunks of at most `size`. */
+export function chunks<T>(items: readonly T[], size = BATCH_MAX_OPS): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** Run every op of a step in batch requests (see the module doc). */
+export async function runStep(
+  backend: ClaimsBackend,
+  clock: Clock,
+  ops: readonly StepOp[],
+  signal?: AbortSignal,
+): Promise<StepOutcome[]> {
+  const outcomes: StepOutcome[] = new Array<StepOutcome>(ops.length);
+  const backoff = new Backoff({ minMs: 50, maxMs: 1_000 });
+  let pending = ops.map((_, i) => i);
+  while (pending.length > 0) {
+    const retry: number[] = [];
+    const settle = (i: number, outcome: StepOutcome): void => {
+      outcomes[i] = outcome;
+      const again =
+        !outcome.ok && isTransient(outcome.error) && signal?.aborted !== true && clock.nowMs() < ops[i]!.untilMs;
+      if (again) retry.push(i);
+    };
+    await Promise.all(
+      chunks(pending).map(async (chunk) => {
+        try {
+          const answers = await backend.batch(
+            chunk.map((i) => ops[i]!.op),
+            { signal },
+          );
+          chunk.forEach((i, j) => settle(i, answers[j]!));
+        } catch (err) {
+          for (const i of chunk) settle(i, { ok: false, error: asError(err) });
+        }
+      }),
+    );
+    if (retry.length === 0) break;
+    const waitMs = Math.min(backoff.next(), ...retry.map((i) => ops[i]!.untilMs - clock.nowMs()));
+    try {
+      await sleepLinked(clock, Math.max(0, waitMs), signal);
+    } catch (err) {
+      for (const i of retry) outcomes[i] = { ok: false, error: asError(err) };
+      break;
+    }
+    pending = retry.sort((a, b) => a - b);
+  }
+  return outcomes;
+}
