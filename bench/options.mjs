@@ -1,6 +1,6 @@
 /**
  * Command lines of the benchmark scripts (`bench/run.mjs`, `bench/peers.mjs`,
- * `bench/soak.mjs`, `bench/fsync-trace.mjs`, `bench/direct-server.ts`), parsed with the
+ * `bench/soak.mjs`, `bench/fsync-trace.mjs`, `bench/direct-server.ts`, `bench/profile.mjs`), parsed with the
  * repository's one strict rule (src/cli/options.mjs), as pure functions so tests can check
  * them without running a benchmark.
  *
@@ -216,4 +216,58 @@ export function parseDirectServerArgs(argv) {
   if (values["persist-to"] === undefined) throw new UsageError("--persist-to is required");
   if (values.bundle === undefined) throw new UsageError("--bundle is required");
   return { help: false, persistTo: values["persist-to"], bundle: values.bundle };
+}
+
+/** What `bench/profile.mjs` drives while it profiles. */
+export const PROFILE_WORKLOADS = /** @type {const} */ (["both", "claims", "coord"]);
+/** @typedef {(typeof PROFILE_WORKLOADS)[number]} ProfileWorkload */
+
+export const PROFILE_USAGE = `usage: node bench/profile.mjs [options]   (npm run bench:profile -- [options])
+
+  --duration=SECONDS     profiled seconds of the closed loop (default 10)
+  --workload=KIND        both (default: claim acquire→release then coord
+                         acquire→release per cycle), claims or coord
+  --clients=N            concurrent closed loops, each on its own claim and scope (default 1)
+  --sampling-us=N        V8 sampling interval in microseconds (default 100)
+  --top=N                functions listed per phase (default 5)
+  --tag=NAME             writes bench/results/NAME.cpuprofile and NAME.json (default profile)
+  --help
+`;
+
+/**
+ * @typedef {object} ProfileOptions
+ * @property {boolean} help
+ * @property {number} durationMs
+ * @property {ProfileWorkload} workload
+ * @property {number} clients
+ * @property {number} samplingUs
+ * @property {number} top
+ * @property {string} tag
+ */
+
+/**
+ * @param {readonly string[]} argv arguments after `bench/profile.mjs`
+ * @returns {ProfileOptions}
+ * @throws {UsageError}
+ */
+export function parseProfileArgs(argv) {
+  const { values } = parseOptions(argv, {
+    duration: { type: "string" },
+    workload: { type: "string" },
+    clients: { type: "string" },
+    "sampling-us": { type: "string" },
+    top: { type: "string" },
+    tag: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  const seconds = parseDecimal("--duration", values.duration, { min: 0.5, max: 600, unit: "seconds" }) ?? 10;
+  return {
+    help: values.help === true,
+    durationMs: Math.round(seconds * 1000),
+    workload: parseChoice("--workload", values.workload, PROFILE_WORKLOADS) ?? "both",
+    clients: parseInteger("--clients", values.clients, { min: 1, max: 256 }) ?? 1,
+    samplingUs: parseInteger("--sampling-us", values["sampling-us"], { min: 10, max: 100_000, unit: "µs" }) ?? 100,
+    top: parseInteger("--top", values.top, { min: 1, max: 100 }) ?? 5,
+    tag: checkTag(values.tag ?? "profile"),
+  };
 }

@@ -129,6 +129,41 @@ export function groupMemory(pgid) {
   };
 }
 
+/** Kernel clock ticks per second (`getconf CLK_TCK`), the unit of /proc/PID/stat's times. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * CPU time (user + system) used so far by each program of a process group, in seconds:
+ * `workerd` is the Worker's runtime, `node` the front and Miniflare's host.
+ * @param {number} pgid
+ * @returns {Record<string, number>} empty when /proc is unavailable
+ */
+export function groupCpuSeconds(pgid) {
+  /** @type {Record<string, number>} */
+  const seconds = {};
+  let entries;
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return seconds;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      // After "(comm) ": state(0) ppid(1) pgrp(2) … utime(11) stime(12).
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(rest[2]) !== pgid) continue;
+      const ticks = Number(rest[11]) + Number(rest[12]);
+      seconds[comm] = (seconds[comm] ?? 0) + ticks / CLOCK_TICKS_PER_SECOND;
+    } catch {
+      // the process exited while we looked
+    }
+  }
+  return seconds;
+}
+
 /** True while any process of group `pgid` exists. */
 function groupAlive(/** @type {number} */ pgid) {
   try {
@@ -184,16 +219,20 @@ export const SERVER_DESCRIPTIONS = {
 /**
  * Start a server of `kind` on a free port with a fresh temporary state directory.
  * @param {import("./options.mjs").ServerKind} [kind]
+ * @param {{ inspectorPort?: number }} [extra] `inspectorPort`: also open workerd's V8
+ *   inspector there (`npm start`'s `--inspector-port`; npm-start only)
  * @returns {Promise<RunningServer>}
  */
-export async function startServer(kind = "npm-start") {
+export async function startServer(kind = "npm-start", extra = {}) {
   const bundle = buildBundle();
+  if (kind === "direct" && extra.inspectorPort !== undefined) throw new Error("the inspector needs --server=npm-start");
   const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-state-"));
   const port = await freePort();
+  const inspector = extra.inspectorPort === undefined ? "" : ` --inspector-port ${extra.inspectorPort}`;
   const command =
     kind === "direct"
       ? `node --import ./src/cli/register-ts.mjs bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`
-      : serveCommand(port, stateDir, bundle);
+      : `${serveCommand(port, stateDir, bundle)}${inspector}`;
   const child = spawn(command, { shell: true, detached: true, stdio: ["ignore", "pipe", "pipe"], env: scriptEnv() });
   // Detached, so the child leads its own process group: its pid is the group id.
   const pgid = child.pid;

@@ -102,8 +102,9 @@ export class ClaimObject extends WatchedObject {
 
   /** Apply one claim mutation. */
   async command(name: string, request: ClaimRequest): Promise<WireResponse> {
-    const fingerprint = requestFingerprint(request.route, request.body);
     const operationId = request.body.operationId;
+    // Only a request with an operation id is ever compared with another: fingerprint only those.
+    const fingerprint = operationId === undefined ? "" : requestFingerprint(request.route, request.body);
     if (operationId !== undefined) {
       const prior = this.store.findOperation(operationId);
       // A replay answers from the record alone: no decision, no write, no event.

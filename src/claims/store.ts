@@ -6,7 +6,8 @@
  * - {@link ClaimStore.commit} writes the record, its events and the operation record in ONE
  *   synchronous transaction: all of them or none.
  * - The fencing token lives in the claim row, which is never deleted. It only moves through
- *   a guarded `UPDATE … WHERE fencing_token = <previous>`; a token that would move by
+ *   a guarded `UPDATE … WHERE fencing_token = <previous> AND version = <previous>` (the same
+ *   statement writes the rest of the record: one row written); a token that would move by
  *   anything but +1, or whose stored value is not what the caller decided from, aborts the
  *   transaction (a bug, surfaced as `internal`, never a silent reuse).
  * - Counters are stored as decimal TEXT (tokens reach 2^64−2, beyond SQLite's INTEGER and
@@ -14,8 +15,12 @@
  *   digits so that SQLite's text order is numeric order.
  * - At least the newest {@link EVENT_RETENTION} events are kept; `events_pruned_through`
  *   remembers the highest pruned version so a watcher can tell whether history reaches it.
+ *   Pruning reads only the rows it deletes: the number of retained events is counted once
+ *   when the store opens (one `COUNT`, at most 256 rows read per start-up) and then kept in
+ *   memory, updated only after a commit succeeded (docs/performance.md "Rows per operation").
  * - Operation records are pruned only when both retention bounds of operations.ts are
- *   exceeded (≥ 1,000 newer records and older than one hour).
+ *   exceeded (≥ 1,000 newer records and older than one hour), oldest first, at most two per
+ *   new record (so pruning keeps pace with inserts and never scans the retained ones).
  * - The schema follows the one migration rule of durable/migrations.ts ({@link CLAIM_SCHEMA}
  *   is lazy): migrated at start-up when the object has data, or inside the first write's
  *   transaction, so reading a claim that was never created leaves its storage empty; a
@@ -95,9 +100,23 @@ type ClaimRow = {
 /** Replay answer for `afterVersion`: retained event messages, or `truncated`. */
 export type History = { kind: "events"; messages: string[] } | { kind: "truncated" };
 
+/** Operation records pruned at most per new record: more than one, so a backlog drains. */
+const OPERATIONS_PRUNED_PER_INSERT = 2;
+
 export class ClaimStore extends MigratedStore {
+  /** Events in the `events` table (known from `open()` on; 0 while there are no tables). */
+  private retainedEvents = 0;
+
   constructor(storage: DurableObjectStorage) {
     super(storage, CLAIM_SCHEMA);
+  }
+
+  /** Migrate (see MigratedStore) and count the retained events once. */
+  override open(): void {
+    super.open();
+    if (this.ready) {
+      this.retainedEvents = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n;
+    }
   }
 
   /** False until the schema exists: an object only ever read stays empty (SPEC: reading never creates). */
@@ -160,12 +179,15 @@ export class ClaimStore extends MigratedStore {
    */
   commit(previous: ClaimRecord | undefined, step: ClaimStep, operation: OperationRecord | undefined): void {
     if (!step.changed && step.events.length === 0 && operation === undefined) return;
-    this.write(() => {
+    const retained = this.write(() => {
       if (step.changed && step.next !== undefined) this.writeRecord(previous, step.next, step.tokenAdvanced);
       for (const event of step.events) this.appendEvent(event);
-      if (step.events.length > 0) this.pruneEvents();
+      const count = this.pruneEvents(this.retainedEvents + step.events.length);
       if (operation !== undefined) this.rememberOperation(operation);
+      return count;
     });
+    // Only now: a transaction that threw rolled its events back, and the count stays.
+    this.retainedEvents = retained;
   }
 
   private writeRecord(previous: ClaimRecord | undefined, next: ClaimRecord, tokenAdvanced: boolean): void {
@@ -179,24 +201,21 @@ export class ClaimStore extends MigratedStore {
         next.name,
       );
     }
-    if (tokenAdvanced) {
-      if (next.fencingToken !== before + 1n) throw new ShiftlockError("internal", "fencing token must advance by 1");
-      const moved = this.sql
-        .exec(
-          "UPDATE claim SET fencing_token = ? WHERE id = 1 AND fencing_token = ? RETURNING fencing_token",
-          next.fencingToken.toString(),
-          before.toString(),
-        )
-        .toArray();
-      if (moved.length !== 1) throw new ShiftlockError("internal", "fencing token changed underneath the decision");
-    } else if (next.fencingToken !== before) {
+    if (tokenAdvanced && next.fencingToken !== before + 1n) {
+      throw new ShiftlockError("internal", "fencing token must advance by 1");
+    }
+    if (!tokenAdvanced && next.fencingToken !== before) {
       throw new ShiftlockError("internal", "fencing token changed without advancing");
     }
+    // One guarded update of the one row (one row written): it applies only where both the
+    // token and the version are still the ones the decision started from.
     const updated = this.sql
       .exec(
-        `UPDATE claim SET owner_generation = ?, phase = ?, acquired_at_ms = ?, expires_at_ms = ?, previous_owner = ?,
-           pending_successor = ?, drain_status = ?, transfer_status = ?, last_heartbeat_ms = ?, reason = ?, version = ?
-         WHERE id = 1 AND version = ? RETURNING version`,
+        `UPDATE claim SET fencing_token = ?, owner_generation = ?, phase = ?, acquired_at_ms = ?, expires_at_ms = ?,
+           previous_owner = ?, pending_successor = ?, drain_status = ?, transfer_status = ?, last_heartbeat_ms = ?,
+           reason = ?, version = ?
+         WHERE id = 1 AND fencing_token = ? AND version = ? RETURNING version`,
+        next.fencingToken.toString(),
         next.ownerGeneration,
         next.phase,
         next.acquiredAtMs,
@@ -208,10 +227,13 @@ export class ClaimStore extends MigratedStore {
         next.lastHeartbeatMs,
         next.reason,
         next.version.toString(),
+        before.toString(),
         (previous?.version ?? 0n).toString(),
       )
       .toArray();
-    if (updated.length !== 1) throw new ShiftlockError("internal", "claim version changed underneath the decision");
+    if (updated.length !== 1) {
+      throw new ShiftlockError("internal", "fencing token or version changed underneath the decision");
+    }
   }
 
   private appendEvent(event: ClaimEvent): void {
@@ -222,34 +244,44 @@ export class ClaimStore extends MigratedStore {
     );
   }
 
-  private pruneEvents(): void {
+  /** Delete the oldest events beyond the retention; returns how many remain. */
+  private pruneEvents(retained: number): number {
+    const excess = retained - EVENT_RETENTION;
+    if (excess <= 0) return retained;
+    // The newest of the `excess` oldest: reads exactly the rows about to be deleted.
     const cutoff = this.sql
-      .exec<{ version: string }>("SELECT version FROM events ORDER BY version DESC LIMIT 1 OFFSET ?", EVENT_RETENTION)
-      .toArray()[0];
-    if (cutoff === undefined) return;
+      .exec<{ version: string }>("SELECT version FROM events ORDER BY version ASC LIMIT 1 OFFSET ?", excess - 1)
+      .one();
     this.sql.exec("DELETE FROM events WHERE version <= ?", cutoff.version);
     this.setMeta("events_pruned_through", BigInt(cutoff.version).toString());
+    return EVENT_RETENTION;
   }
 
   private rememberOperation(op: OperationRecord): void {
-    this.sql.exec(
-      "INSERT INTO operations (operation_id, fingerprint, status, body, at_ms) VALUES (?, ?, ?, ?, ?)",
-      op.operationId,
-      op.fingerprint,
-      op.response.status,
-      JSON.stringify(op.response.body),
-      op.atMs,
-    );
+    const { seq } = this.sql
+      .exec<{ seq: number }>(
+        "INSERT INTO operations (operation_id, fingerprint, status, body, at_ms) VALUES (?, ?, ?, ?, ?) RETURNING seq",
+        op.operationId,
+        op.fingerprint,
+        op.response.status,
+        JSON.stringify(op.response.body),
+        op.atMs,
+      )
+      .one();
     // Prunable = at least OPERATION_RETENTION_COUNT newer records AND older than the window.
-    const boundary = this.sql
-      .exec<{ seq: number }>("SELECT seq FROM operations ORDER BY seq DESC LIMIT 1 OFFSET ?", OPERATION_RETENTION_COUNT)
-      .toArray()[0];
-    if (boundary === undefined) return;
-    this.sql.exec(
-      "DELETE FROM operations WHERE seq <= ? AND at_ms < ?",
-      boundary.seq,
-      op.atMs - OPERATION_RETENTION_MS,
-    );
+    // `seq` only grows (AUTOINCREMENT; only the oldest are deleted), so a record has at least
+    // that many newer ones exactly when its seq is ≤ seq − OPERATION_RETENTION_COUNT. Only the
+    // oldest record is looked at: if it must stay, so do the rest (they are newer), and a
+    // clock that went back only delays pruning, never prunes early.
+    const boundarySeq = seq - OPERATION_RETENTION_COUNT;
+    const cutoffMs = op.atMs - OPERATION_RETENTION_MS;
+    for (let i = 0; i < OPERATIONS_PRUNED_PER_INSERT; i++) {
+      const oldest = this.sql
+        .exec<{ seq: number; at_ms: number }>("SELECT seq, at_ms FROM operations ORDER BY seq ASC LIMIT 1")
+        .one();
+      if (oldest.seq > boundarySeq || oldest.at_ms >= cutoffMs) return;
+      this.sql.exec("DELETE FROM operations WHERE seq = ?", oldest.seq);
+    }
   }
 
   /**

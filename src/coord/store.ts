@@ -9,9 +9,9 @@
  *   SQLite's signed 64-bit integers).
  * - The epoch moves only through a guarded `UPDATE … SET epoch = ? WHERE id = 1 AND epoch = ?`
  *   with a row-count check, +1 per grant the decision made (a step can grant twice: an
- *   expired lease passed on, then a grant whose caller left passed on again). Every other
- *   field is written only where the stored epoch and generation are still the ones the
- *   decision started from. Anything else aborts the transaction: `internal`, a bug, never a
+ *   expired lease passed on, then a grant whose caller left passed on again); the last step
+ *   is the state update itself (one row written for a grant). Every other field is written
+ *   only where the stored epoch and generation are still the ones the decision started from. Anything else aborts the transaction: `internal`, a bug, never a
  *   silently reused or lowered token.
  * - Every save is one `transactionSync`: state row, publish history and its trimming commit
  *   together or not at all.
@@ -144,16 +144,19 @@ export class ScopeStore extends MigratedStore {
         next.scope.objectStoreId,
         next.scope.key,
       );
-      this.advanceEpoch(previous.epoch, next.epoch, grants);
+      // All grants but the last step the epoch on their own; the last (or none) rides on the
+      // state update below, guarded the same way: one row written for the common one grant.
+      const lastFrom = this.advanceEpoch(previous.epoch, next.epoch, grants);
       const updated = sql
         .exec(
-          `UPDATE scope_state SET generation = ?, root = ?, last_key_prefix = ?, holder = ?
+          `UPDATE scope_state SET epoch = ?, generation = ?, root = ?, last_key_prefix = ?, holder = ?
            WHERE id = 1 AND epoch = ? AND generation = ? RETURNING id`,
+          formatCounter(next.epoch),
           formatCounter(next.generation),
           JSON.stringify(next.root ?? null),
           next.lastKeyPrefix,
           holder === null ? null : JSON.stringify(holder),
-          formatCounter(next.epoch),
+          formatCounter(lastFrom),
           formatCounter(previous.generation),
         )
         .toArray();
@@ -162,10 +165,14 @@ export class ScopeStore extends MigratedStore {
     });
   }
 
-  /** The fencing step: +1 per grant, each a guarded update of the stored epoch. */
-  private advanceEpoch(from: bigint, to: bigint, grants: number): void {
+  /**
+   * The fencing step: +1 per grant, each a guarded update of the stored epoch, except the
+   * last, which the caller's state update makes. Returns the epoch that update moves from.
+   */
+  private advanceEpoch(from: bigint, to: bigint, grants: number): bigint {
     if (to !== from + BigInt(grants)) throw new ShiftlockError("internal", "lease epoch must advance by 1 per grant");
-    for (let epoch = from; epoch < to; epoch++) {
+    const lastFrom = grants === 0 ? from : to - 1n;
+    for (let epoch = from; epoch < lastFrom; epoch++) {
       const moved = this.sql
         .exec(
           "UPDATE scope_state SET epoch = ? WHERE id = 1 AND epoch = ? RETURNING epoch",
@@ -175,6 +182,7 @@ export class ScopeStore extends MigratedStore {
         .toArray();
       if (moved.length !== 1) throw new ShiftlockError("internal", "lease epoch changed underneath the decision");
     }
+    return lastFrom;
   }
 
   private appendHistory(event: CoordEvent, previousGeneration: bigint): void {

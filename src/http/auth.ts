@@ -6,6 +6,14 @@
  *   learns nothing (not even whether the route exists) and changes nothing.
  * - Tokens are compared as SHA-256 digests in constant time, against every configured token
  *   without early exit; a token is never logged or echoed in an error.
+ * - Verified digests are remembered per isolate, for the configuration that verified them
+ *   only: at most {@link VERIFIED_DIGESTS_CACHED} of them, least recently used evicted
+ *   first, each the SHA-256 of a presented token mapped to its grant (never the token
+ *   itself). A request whose digest is remembered skips the comparison against every
+ *   configured token, not the hashing. A changed `AUTH_TOKENS` value compiles afresh with an
+ *   empty cache and the old one is dropped, so a removed token is refused on the first
+ *   request that sees the new value. Refusals are never remembered (an unknown token always
+ *   pays the full comparison), so guessing cannot fill or probe the cache.
  * - `read` tokens may only GET (which includes a watch upgrade) or HEAD; `write` tokens may
  *   do everything. A token lists the namespaces it may touch, or `"*"` for all.
  * - A configuration that does not parse, or lists one token twice, fails closed: every `/v1`
@@ -48,11 +56,30 @@ interface CompiledToken extends Grant {
   digest: Uint8Array;
 }
 
+/**
+ * Verified digests remembered per isolate. Bounded so memory stays small whatever tokens
+ * are presented (256 × ~100 bytes); large enough for every token a deployment configures.
+ */
+export const VERIFIED_DIGESTS_CACHED = 256;
+
+/** One configuration, parsed and hashed, with the digests it has verified. */
+interface CompiledConfig {
+  tokens: CompiledToken[];
+  /** Digest (as a binary string) of a presented token → its grant; least recently used first. */
+  verified: Map<string, Grant>;
+}
+
 const encoder = new TextEncoder();
-const cache = new Map<string, Promise<CompiledToken[]>>();
+/** The configuration this isolate last compiled: one at a time, so a rotation drops the old. */
+let current: { config: string; compiled: Promise<CompiledConfig> } | undefined;
 
 async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+/** A digest as a Map key: one UTF-16 unit per byte. */
+function digestKey(digest: Uint8Array): string {
+  return String.fromCharCode(...digest);
 }
 
 /**
@@ -96,19 +123,22 @@ export function parseTokenConfig(config: string | undefined): { token: string; g
   });
 }
 
-/** Parse and hash the token configuration once per distinct configuration string. */
-export function compileTokens(config: string | undefined): Promise<CompiledToken[]> {
+/** Parse and hash the token configuration once, until the configuration string changes. */
+function compileConfig(config: string | undefined): Promise<CompiledConfig> {
   const key = config ?? "";
-  let compiled = cache.get(key);
-  if (compiled === undefined) {
-    compiled = (async () =>
-      Promise.all(
-        parseTokenConfig(key).map(async ({ token, grant }) => ({ ...grant, digest: await sha256(token) })),
-      ))();
-    // A bad configuration must not be cached forever as a rejected promise.
-    compiled.catch(() => cache.delete(key));
-    cache.set(key, compiled);
-  }
+  if (current?.config === key) return current.compiled;
+  const compiled = (async () => ({
+    tokens: await Promise.all(
+      parseTokenConfig(key).map(async ({ token, grant }) => ({ ...grant, digest: await sha256(token) })),
+    ),
+    verified: new Map<string, Grant>(),
+  }))();
+  const entry = { config: key, compiled };
+  // A bad configuration must not stay cached as a rejected promise.
+  compiled.catch(() => {
+    if (current === entry) current = undefined;
+  });
+  current = entry;
   return compiled;
 }
 
@@ -156,15 +186,33 @@ export function withEchoedSubprotocol(res: Response, subprotocol: string | undef
   return new Response(null, { status: 101, webSocket: res.webSocket, headers });
 }
 
-/** Find the grant of a presented token, comparing against every configured token. */
+/**
+ * Find the grant of a presented token: a remembered verification of its digest under this
+ * configuration, else a comparison against every configured token (see the module doc).
+ */
 export async function authenticate(config: string | undefined, token: string): Promise<Grant | undefined> {
-  const tokens = await compileTokens(config);
+  const { tokens, verified } = await compileConfig(config);
   const digest = await sha256(token);
+  const key = digestKey(digest);
+  const remembered = verified.get(key);
+  if (remembered !== undefined) {
+    // Most recently used last, so eviction takes the longest unused.
+    verified.delete(key);
+    verified.set(key, remembered);
+    return remembered;
+  }
   let found: Grant | undefined;
   for (const candidate of tokens) {
     // No early exit: the time taken does not depend on which token matched.
     const match = digestsEqual(candidate.digest, digest);
     if (match && found === undefined) found = { role: candidate.role, namespaces: candidate.namespaces };
+  }
+  if (found !== undefined) {
+    verified.set(key, found);
+    if (verified.size > VERIFIED_DIGESTS_CACHED) {
+      const oldest = verified.keys().next();
+      if (oldest.done !== true) verified.delete(oldest.value);
+    }
   }
   return found;
 }

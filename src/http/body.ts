@@ -18,6 +18,13 @@ export async function readBodyText(request: Request): Promise<string> {
   const declared = Number(request.headers.get("Content-Length") ?? "NaN");
   if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw new ShiftlockError("payload_too_large");
   if (request.body === null) return "";
+  if (Number.isFinite(declared)) {
+    // HTTP framing bounds a body with a declared length (the runtime reads no more), so it is
+    // read in one call; the check after it covers a Request built in-process that lies.
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    if (bytes.byteLength > BODY_LIMIT_BYTES) throw new ShiftlockError("payload_too_large");
+    return decodeUtf8(bytes);
+  }
   const reader = (request.body as ReadableStream<Uint8Array>).getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -37,6 +44,10 @@ export async function readBodyText(request: Request): Promise<string> {
     bytes.set(chunk, offset);
     offset += chunk.byteLength;
   }
+  return decodeUtf8(bytes);
+}
+
+function decodeUtf8(bytes: Uint8Array): string {
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {

@@ -38,15 +38,24 @@ export type RouteHandler<R extends RouteSpec> = (
 /** Register `route` on `app` with `handler` behind the shared pipeline (see module doc). */
 export function mount<R extends RouteSpec>(app: Hono<AppEnv>, route: R, handler: RouteHandler<R>): void {
   const path = route.path.replace(/\{([^}]+)\}/g, ":$1");
-  app.on(route.method, path, async (c) => send(c, await handler(c, await validate(c, route))));
+  // Decided once per route, not per request: which parameters are names and which are opaque.
+  const params = pathParamNames(route.path).map((name) => ({
+    name,
+    opaque: route.opaqueParams?.includes(name) === true,
+  }));
+  app.on(route.method, path, async (c) => send(c, await handler(c, await validate(c, route, params))));
 }
 
-async function validate<R extends RouteSpec>(c: AppContext, route: R): Promise<RouteInput<R>> {
+async function validate<R extends RouteSpec>(
+  c: AppContext,
+  route: R,
+  paramSpecs: readonly { name: string; opaque: boolean }[],
+): Promise<RouteInput<R>> {
   if (route.role !== "none") authorize(c.get("grant"), c.req.param("ns") ?? "", route.role);
   checkPathEncoding(c.req.url);
   const params: Record<string, string> = {};
-  for (const name of pathParamNames(route.path)) {
-    params[name] = route.opaqueParams?.includes(name) === true ? (c.req.param(name) ?? "") : nameParam(c, name);
+  for (const { name, opaque } of paramSpecs) {
+    params[name] = opaque ? (c.req.param(name) ?? "") : nameParam(c, name);
   }
   const query: unknown = route.query === undefined ? undefined : queryParams(c, route.query);
   if (route.status === 101 && c.req.header("Upgrade")?.toLowerCase() !== "websocket") {

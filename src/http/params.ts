@@ -8,8 +8,12 @@
 import { nameProblem } from "../protocol/names.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 
-/** Reject paths that are not valid percent-encoded UTF-8 (Hono would keep them raw). */
+/**
+ * Reject paths that are not valid percent-encoded UTF-8 (Hono would keep them raw). A URL
+ * without `%` has nothing to decode, so the common case parses nothing.
+ */
 export function checkPathEncoding(url: string): void {
+  if (!url.includes("%")) return;
   for (const segment of new URL(url).pathname.split("/")) {
     try {
       decodeURIComponent(segment);

@@ -41,6 +41,11 @@ export interface LocalServerOptions {
   configPath?: string;
   /** Extra or replaced plain-text bindings (vars). */
   bindings?: Record<string, string>;
+  /**
+   * Open workerd's V8 inspector (Chrome DevTools Protocol) on this loopback port, as
+   * `wrangler dev --inspector-port` does; 0 picks a free one. Default: no inspector.
+   */
+  inspectorPort?: number;
 }
 
 export interface LocalServer {
@@ -48,6 +53,8 @@ export interface LocalServer {
   url: string;
   /** workerd's own socket (diagnostics and benchmarks: the Worker without the front). */
   directUrl: string;
+  /** The inspector's base URL (`http://127.0.0.1:P`, `/json` lists targets) when one was asked for. */
+  inspectorUrl?: string;
   close(): Promise<void>;
 }
 
@@ -68,14 +75,19 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     host: "127.0.0.1",
     port: 0,
     unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+    ...(options.inspectorPort === undefined
+      ? {}
+      : { inspectorPort: options.inspectorPort, inspectorHost: "127.0.0.1" }),
   });
   try {
     await mf.ready;
     const direct = await mf.unsafeGetDirectURL();
     const front = await startFront({ host: options.host, port: options.port, upstream: direct });
+    const inspector = options.inspectorPort === undefined ? undefined : await mf.getInspectorURL();
     return {
       url: front.url,
       directUrl: direct.origin,
+      ...(inspector === undefined ? {} : { inspectorUrl: `http://${inspector.host}` }),
       async close() {
         await front.close();
         await mf.dispose();

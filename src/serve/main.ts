@@ -3,7 +3,10 @@
  *
  *   node --import ./src/cli/register-ts.mjs src/serve/main.ts
  *     [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist]
+ *     [--inspector-port P]
  *
+ * `--inspector-port` opens workerd's V8 inspector on 127.0.0.1:P (profiling, debugging:
+ * bench/profile.mjs) and prints `inspector on http://127.0.0.1:P`; off by default.
  * Prints `shiftlock listening on <url>` once it serves. SIGINT and SIGTERM close the front
  * and workerd and exit 0; a second signal exits at once. Unknown options are errors (exit 2).
  */
@@ -12,11 +15,13 @@ import { startLocalServer } from "./local-server.ts";
 
 function usage(message: string): never {
   console.error(`shiftlock serve: ${message}`);
-  console.error("usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist]");
+  console.error(
+    "usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist] [--inspector-port P]",
+  );
   process.exit(2);
 }
 
-let values: { host: string; port: string; "persist-to": string; bundle: string };
+let values: { host: string; port: string; "persist-to": string; bundle: string; "inspector-port"?: string };
 try {
   ({ values } = parseArgs({
     options: {
@@ -24,6 +29,7 @@ try {
       port: { type: "string", default: "8787" },
       "persist-to": { type: "string", default: ".wrangler/state" },
       bundle: { type: "string", default: "dist" },
+      "inspector-port": { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -33,14 +39,20 @@ try {
 }
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) usage("--port must be an integer 0..65535");
+const inspectorPort = values["inspector-port"] === undefined ? undefined : Number(values["inspector-port"]);
+if (inspectorPort !== undefined && (!Number.isInteger(inspectorPort) || inspectorPort < 0 || inspectorPort > 65535)) {
+  usage("--inspector-port must be an integer 0..65535");
+}
 
 const server = await startLocalServer({
   host: values.host,
   port,
   persistTo: values["persist-to"],
   bundleDir: values.bundle,
+  ...(inspectorPort === undefined ? {} : { inspectorPort }),
 });
 process.stdout.write(`shiftlock listening on ${server.url} (state in ${values["persist-to"]})\n`);
+if (server.inspectorUrl !== undefined) process.stdout.write(`inspector on ${server.inspectorUrl}\n`);
 
 let closing = false;
 const shutdown = (): void => {

@@ -7,6 +7,7 @@ import {
   parseTokenConfig,
   presentedToken,
   BEARER_SUBPROTOCOL_PREFIX,
+  VERIFIED_DIGESTS_CACHED,
 } from "../../src/http/auth.ts";
 import { ShiftlockError } from "../../src/protocol/errors.ts";
 import { ROUTES } from "../../src/protocol/routes.ts";
@@ -92,6 +93,36 @@ describe("authenticate", () => {
   it("refuses everything when no tokens are configured", async () => {
     expect(await authenticate(undefined, "dev-token")).toBeUndefined();
     expect(await authenticate("", "dev-token")).toBeUndefined();
+  });
+
+  it("refuses a token removed by a rotation, although it was verified (and remembered) before", async () => {
+    const before = JSON.stringify([
+      { token: "rotated-out-token", role: "write", namespaces: "*" },
+      { token: "staying-token", role: "read", namespaces: "*" },
+    ]);
+    const after = JSON.stringify([{ token: "staying-token", role: "read", namespaces: "*" }]);
+    expect(await authenticate(before, "rotated-out-token")).toEqual({ role: "write", namespaces: "*" });
+    expect(await authenticate(before, "rotated-out-token")).toEqual({ role: "write", namespaces: "*" });
+    expect(await authenticate(after, "rotated-out-token")).toBeUndefined();
+    expect(await authenticate(after, "staying-token")).toEqual({ role: "read", namespaces: "*" });
+    // A role changed for the same token takes effect at once too.
+    const demoted = JSON.stringify([{ token: "staying-token", role: "read", namespaces: ["billing"] }]);
+    expect(await authenticate(demoted, "staying-token")).toEqual({ role: "read", namespaces: ["billing"] });
+  });
+
+  it(`grants correctly past the ${VERIFIED_DIGESTS_CACHED} remembered verifications (evicted ones verify again)`, async () => {
+    const tokens = Array.from({ length: VERIFIED_DIGESTS_CACHED + 50 }, (_, i) => ({
+      token: `token-number-${i}`,
+      role: i % 2 === 0 ? "write" : "read",
+      namespaces: [`ns-${i}`],
+    }));
+    const config = JSON.stringify(tokens);
+    for (let pass = 0; pass < 2; pass++) {
+      for (const [i, t] of tokens.entries()) {
+        expect(await authenticate(config, t.token)).toEqual({ role: t.role, namespaces: [`ns-${i}`] });
+      }
+    }
+    expect(await authenticate(config, "token-number-x")).toBeUndefined();
   });
 
   it("rejects (does not cache) a broken configuration", async () => {

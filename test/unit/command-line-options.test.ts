@@ -9,6 +9,7 @@ import {
   parseDirectServerArgs,
   parseFsyncTraceArgs,
   parsePeersArgs,
+  parseProfileArgs,
   parseSoakArgs,
   PHASES,
 } from "../../bench/options.mjs";
@@ -202,6 +203,33 @@ describe("bench options", () => {
   });
 });
 
+describe("bench:profile options", () => {
+  it("defaults to 10 s of both workloads with one client", () => {
+    expect(parseProfileArgs([])).toEqual({
+      help: false,
+      durationMs: 10_000,
+      workload: "both",
+      clients: 1,
+      samplingUs: 100,
+      top: 5,
+      tag: "profile",
+    });
+    expect(parseProfileArgs(["--duration=2.5", "--workload", "coord", "--clients=4", "--tag=after"])).toMatchObject({
+      durationMs: 2_500,
+      workload: "coord",
+      clients: 4,
+      tag: "after",
+    });
+  });
+
+  it("rejects typos, unknown workloads and out-of-range numbers", () => {
+    expect(usageError(() => parseProfileArgs(["--workload=locks"]))).toMatch(/^--workload must be one of/);
+    expect(usageError(() => parseProfileArgs(["--sampling-us=1"]))).toMatch(/^--sampling-us must be an integer/);
+    expect(usageError(() => parseProfileArgs(["--clients=0"]))).toMatch(/^--clients must be an integer/);
+    expect(usageError(() => parseProfileArgs(["--durration=5"]))).toBe("unknown option --durration");
+  });
+});
+
 describe("demo options", () => {
   it("defaults to 4 claims and the usual server", () => {
     expect(parseDemoArgs([])).toEqual({ help: false, claims: 4, url: undefined });
@@ -234,6 +262,7 @@ describe("entry points exit 2 on a typo before starting", { timeout: 60_000 }, (
   it.each([
     ["bench/run.mjs", ["bench/run.mjs", "--duraton=5"], "bench: unknown option --duraton"],
     ["bench/fsync-trace.mjs", ["bench/fsync-trace.mjs", "--cout=5"], "fsync-trace: unknown option --cout"],
+    ["bench/profile.mjs", ["bench/profile.mjs", "--tpo=5"], "profile: unknown option --tpo"],
     [
       "demo/run.ts",
       ["--import", "./src/cli/register-ts.mjs", "demo/run.ts", "--claim", "3"],

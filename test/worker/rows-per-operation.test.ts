@@ -1,0 +1,238 @@
+// Rows per operation: what each claim, generation and coord operation reads and writes in
+// its object's SQLite database, from the storage API's own cursor counters (rowsRead /
+// rowsWritten, the figures Durable Object SQL storage is billed on). docs/performance.md
+// "Rows per operation" is this table; a change that moves a figure must update both.
+//
+// Also checked for every mutation: exactly one `transactionSync` (the one commit of the
+// five steps), no row written outside it, and no key-value write. Figures are exact: the
+// state before each operation is built the same way every run.
+import { env, exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { ClaimObject, ClaimRequest } from "../../src/claims/claim-object.ts";
+import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import type { GenerationObject } from "../../src/generations/generation-object.ts";
+import { objectName } from "../../src/http/object-names.ts";
+import type { ScopeId } from "../../src/protocol/coord.ts";
+import { EVENT_RETENTION } from "../../src/claims/store.ts";
+import { churn, claimStub, unique } from "./claims-helpers.ts";
+import { restartObject } from "./object-helpers.ts";
+import { type StorageCost, metered } from "./sql-meter.ts";
+
+beforeAll(async () => {
+  await exports.default.fetch("http://x/healthz");
+}, 60_000);
+
+/** One row of the table: rows read, rows written, commits (transactions), alarm writes. */
+type Row = [read: number, written: number, commits: number, alarms: number];
+
+function row(cost: StorageCost): Row {
+  // A second commit of one mutation would show here, as would a stray key-value write.
+  expect(cost.writesOutsideTransaction).toBe(0);
+  expect(cost.kvWrites).toBe(0);
+  return [cost.rowsRead, cost.rowsWritten, cost.transactions, cost.alarmWrites];
+}
+
+const TTL_MS = 60_000;
+
+/** Run one claim command and return its status and cost. */
+async function claimOp(stub: DurableObjectStub<ClaimObject>, claim: string, request: ClaimRequest) {
+  const { result, cost } = await metered(stub, (o) => o.command(claim, request));
+  return { status: result.status, body: result.body as { claim: { fencingToken: string } }, row: row(cost) };
+}
+
+/** Every claim operation on one claim, in an order that makes each one succeed. */
+async function claimTable(stub: DurableObjectStub<ClaimObject>, claim: string): Promise<Record<string, Row>> {
+  const rows: Record<string, Row> = {};
+  const op = async (label: string, request: ClaimRequest, status = 200) => {
+    const r = await claimOp(stub, claim, request);
+    expect(r.status, label).toBe(status);
+    rows[label] = r.row;
+    return BigInt(r.body.claim.fencingToken);
+  };
+  const t1 = await op("acquire", { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+  await op("renew", { route: "renew", body: { generationId: "g1", token: t1, ttlMs: TTL_MS } });
+  const got = await metered(stub, (o) => o.get(claim));
+  rows["get"] = row(got.cost);
+  const move = { fromGeneration: "g1", toGeneration: "g2" };
+  await op("prepare", { route: "transfer/prepare", body: { ...move, token: t1, ttlMs: TTL_MS } });
+  await op("abort", { route: "transfer/abort", body: { ...move, expectedToken: t1 } });
+  await op("transfer/prepare", { route: "transfer/prepare", body: { ...move, token: t1, ttlMs: TTL_MS } });
+  const t2 = await op("commit", { route: "transfer/commit", body: { ...move, expectedToken: t1, ttlMs: TTL_MS } });
+  await op("release", { route: "release", body: { generationId: "g2", token: t2 } });
+  const body = { generationId: "g3", ttlMs: TTL_MS, operationId: `op-${t2}` };
+  const t3 = await op("acquire with operationId", { route: "acquire", body });
+  await op("acquire replayed by operationId", { route: "acquire", body });
+  await op("release ", { route: "release", body: { generationId: "g3", token: t3 } });
+  delete rows["transfer/prepare"];
+  delete rows["release "];
+  return rows;
+}
+
+describe("rows per claim operation", () => {
+  it("a new claim: the first acquire creates the tables", async () => {
+    const claim = unique();
+    const stub = claimStub(unique("ns"), claim);
+    const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+    expect(r.row).toEqual([7, 13, 1, 1]);
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
+  it("a claim with a short history", async () => {
+    const claim = unique();
+    const stub = claimStub(unique("ns"), claim);
+    await churn(stub, claim, 1);
+    expect(await claimTable(stub, claim)).toEqual({
+      acquire: [3, 2, 1, 0],
+      renew: [3, 1, 1, 0],
+      get: [1, 0, 0, 0],
+      prepare: [3, 2, 1, 0],
+      abort: [3, 2, 1, 0],
+      commit: [3, 2, 1, 0],
+      release: [3, 2, 1, 0],
+      "acquire with operationId": [6, 5, 1, 0],
+      "acquire replayed by operationId": [1, 0, 0, 0],
+    });
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
+  it("a claim whose history is full (256 events retained)", async () => {
+    const claim = unique();
+    const stub = claimStub(unique("ns"), claim);
+    await churn(stub, claim, 140);
+    expect(await claimTable(stub, claim)).toEqual({
+      acquire: [7, 4, 1, 0],
+      renew: [3, 1, 1, 0],
+      get: [1, 0, 0, 0],
+      prepare: [7, 4, 1, 0],
+      abort: [7, 4, 1, 0],
+      commit: [7, 4, 1, 0],
+      release: [7, 4, 1, 0],
+      "acquire with operationId": [10, 7, 1, 0],
+      "acquire replayed by operationId": [1, 0, 0, 0],
+    });
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
+  it("after a restart the retained events are counted once at start-up, and pruning stays exact", async () => {
+    const ns = unique("ns");
+    const claim = unique();
+    await churn(claimStub(ns, claim), claim, 140);
+    await restartObject(claimStub(ns, claim));
+    const stub = claimStub(ns, claim);
+    const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+    expect(r.row).toEqual([7, 4, 1, 0]);
+    const retained = await runInDurableObject(
+      stub,
+      (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
+    );
+    expect(retained).toBe(EVENT_RETENTION);
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
+  it("reading a claim that was never created reads and writes nothing", async () => {
+    const claim = unique();
+    const { result, cost } = await metered(claimStub(unique("ns"), claim), (o) => o.get(claim));
+    expect(result.status).toBe(404);
+    expect(row(cost)).toEqual([0, 0, 0, 0]);
+  });
+});
+
+describe("rows per generation operation", () => {
+  it("register, register again, state change, get", async () => {
+    const id = `gen-${crypto.randomUUID()}`;
+    const stub: DurableObjectStub<GenerationObject> = env.GENERATIONS.getByName(
+      objectName(unique("ns"), "generation", id),
+    );
+    const rows: Record<string, Row> = {};
+    const body = { id, service: "api", instanceId: "i-1" };
+    const first = await metered(stub, (o) => o.register(body));
+    expect(first.result.status).toBe(200);
+    rows["register (new)"] = row(first.cost);
+    const again = await metered(stub, (o) => o.register(body));
+    rows["register (again)"] = row(again.cost);
+    const patched = await metered(stub, (o) => o.patch(id, { state: "standby" }));
+    expect(patched.result.status).toBe(200);
+    rows["state"] = row(patched.cost);
+    const got = await metered(stub, (o) => o.get(id));
+    rows["get"] = row(got.cost);
+    expect(rows).toEqual({
+      "register (new)": [2, 7, 1, 0],
+      "register (again)": [1, 0, 0, 0],
+      state: [2, 1, 1, 0],
+      get: [1, 0, 0, 0],
+    });
+  });
+});
+
+/** Every coord operation on one object-store scope. */
+async function coordTable(stub: DurableObjectStub<ScopeObject>, scope: ScopeId): Promise<Record<string, Row>> {
+  const rows: Record<string, Row> = {};
+  const acquire = async (label: string) => {
+    const r = await metered(stub, (o) =>
+      o.acquire(scope, { participantId: "p", ttlMs: TTL_MS, waitMs: 0, waiterId: crypto.randomUUID() }),
+    );
+    expect(r.result.status, label).toBe(201);
+    rows[label] = row(r.cost);
+    return (r.result.body as { lease: { leaseId: string } }).lease.leaseId;
+  };
+  const leaseId = await acquire("acquire");
+  const kept = await metered(stub, (o) => o.keepalive(scope, leaseId, TTL_MS));
+  expect(kept.result.status).toBe(200);
+  rows["keepalive"] = row(kept.cost);
+  const published = await metered(stub, (o) => o.publish(scope, leaseId, { root: { n: 1 } }));
+  expect(published.result.status).toBe(200);
+  rows["publish"] = row(published.cost);
+  const snap = await metered(stub, (o) => o.snapshot(scope));
+  expect(snap.result.status).toBe(200);
+  rows["snapshot"] = row(snap.cost);
+  const released = await metered(stub, (o) => o.release(scope, leaseId));
+  expect(released.result.status).toBe(204);
+  rows["release"] = row(released.cost);
+  return rows;
+}
+
+function newScope(): { scope: ScopeId; stub: DurableObjectStub<ScopeObject> } {
+  const ns = unique("ns");
+  const scope = { volumeId: unique("vol"), objectStoreId: unique("store"), key: "" };
+  return { scope, stub: env.SCOPES.getByName(objectName(ns, "scope", scope.volumeId, scope.objectStoreId, "")) };
+}
+
+describe("rows per coord operation", () => {
+  it("a new scope, then the same operations again", async () => {
+    const { scope, stub } = newScope();
+    expect(await coordTable(stub, scope)).toEqual({
+      acquire: [5, 2, 1, 1],
+      keepalive: [3, 1, 1, 0],
+      publish: [6, 3, 1, 0],
+      snapshot: [0, 0, 0, 0],
+      release: [3, 1, 1, 0],
+    });
+    expect(await coordTable(stub, scope)).toEqual({
+      acquire: [3, 1, 1, 0],
+      keepalive: [3, 1, 1, 0],
+      publish: [6, 3, 1, 0],
+      snapshot: [0, 0, 0, 0],
+      release: [3, 1, 1, 0],
+    });
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
+  it("a scope whose publish history is full (256 retained)", async () => {
+    const { scope, stub } = newScope();
+    await runInDurableObject(stub, async (o: ScopeObject) => {
+      const granted = await o.acquire(scope, { participantId: "p", ttlMs: TTL_MS, waitMs: 0, waiterId: "w" });
+      const leaseId = (granted.body as { lease: { leaseId: string } }).lease.leaseId;
+      for (let i = 0; i < 260; i++) await o.publish(scope, leaseId, { root: i });
+      await o.release(scope, leaseId);
+    });
+    expect(await coordTable(stub, scope)).toEqual({
+      acquire: [3, 1, 1, 0],
+      keepalive: [3, 1, 1, 0],
+      publish: [8, 4, 1, 0],
+      snapshot: [0, 0, 0, 0],
+      release: [3, 1, 1, 0],
+    });
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+});
