@@ -4,7 +4,7 @@ import { exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
-import { acquire, del, get, installClock, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
+import { TestClock, acquire, del, get, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
 import { restartObject } from "./object-helpers.ts";
 
 beforeAll(async () => {
@@ -41,26 +41,28 @@ describe("lease epoch", () => {
 
   it("advances by one per grant when one step grants twice (expiry passes it on, a cancel passes it on again)", async () => {
     const scope = uniqueScope();
-    const stub = scopeStub(scope);
     const id = { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: "" };
-    const clock = await installClock(scope);
-    await acquire(scope, "a", { ttlMs: 1_000 });
-    const b = stub.acquire(id, { participantId: "b", ttlMs: 60_000, waitMs: 60_000, waiterId: "w-b" });
-    const c = stub.acquire(id, { participantId: "c", ttlMs: 60_000, waitMs: 60_000, waiterId: "w-c" });
-    // Calls on one stub are delivered in order (E-order) and a waiting acquire queues before
-    // its first await, so once this later call answers, b and c are both in the queue.
-    await stub.snapshot(id);
-    await runInDurableObject(stub, (o: ScopeObject) => expect(o.queuedCount()).toBe(2));
-    clock.now += 1_001;
-    // One decision: a's lease expired → granted to b (epoch 2); b's caller left → passed to c (3).
-    expect(await stub.cancelWait(id, "w-b")).toEqual({ status: 204, body: null });
-    expect((await b).status).toBe(201);
-    const granted = (await c) as { status: number; body: { lease: { leaseId: string; epoch: string } } };
+    // All in one instance, called directly: the manual clock lives in that instance, and a
+    // waiting acquire queues synchronously, before its first await.
+    const granted = await runInDurableObject(scopeStub(scope), async (o: ScopeObject) => {
+      const clock = new TestClock(Date.UTC(2030, 0, 1));
+      o.clock = clock;
+      const held = await o.acquire(id, { participantId: "a", ttlMs: 1_000, waitMs: 0, waiterId: "w-a" });
+      expect(held.status).toBe(201);
+      const b = o.acquire(id, { participantId: "b", ttlMs: 60_000, waitMs: 60_000, waiterId: "w-b" });
+      const c = o.acquire(id, { participantId: "c", ttlMs: 60_000, waitMs: 60_000, waiterId: "w-c" });
+      expect(o.queuedCount()).toBe(2);
+      clock.now += 1_001;
+      // One decision: a's lease expired → granted to b (epoch 2); b's caller left → passed to c (3).
+      expect(await o.cancelWait(id, "w-b")).toEqual({ status: 204, body: null });
+      expect((await b).status).toBe(201);
+      return (await c) as { status: number; body: { lease: { leaseId: string; epoch: string } } };
+    });
     expect(granted.status).toBe(201);
     expect(granted.body.lease.epoch).toBe("3");
     expect(await storedEpoch(scope)).toBe("3");
     await del(`${scope.url}/leases/${granted.body.lease.leaseId}`);
-    await runInDurableObject(stub, (_o: ScopeObject, state) => state.storage.deleteAlarm());
+    await runInDurableObject(scopeStub(scope), (_o: ScopeObject, state) => state.storage.deleteAlarm());
   });
 });
 
