@@ -18,6 +18,7 @@
  * $SHIFTLOCK_TOKEN or `dev-token`. Exit status 1 when an invariant is violated, 2 for a
  * usage mistake.
  */
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
@@ -56,6 +57,8 @@ async function serverUrl(): Promise<{ url: string; stop: () => Promise<void> }> 
   const url = options.url ?? process.env["SHIFTLOCK_URL"] ?? "http://127.0.0.1:8787";
   if (await answers(url)) return { url, stop: async () => {} };
   console.log(`no server answers on ${url}; starting a local one (npm start on a free port)…`);
+  // startServer runs only the serving half of `npm start`; a fresh clone has no bundle yet.
+  execFileSync("npm", ["run", "--silent", "build"], { stdio: ["ignore", "ignore", "inherit"] });
   const { startServer, removeState } = await import("../test/e2e/server.ts");
   const server = await startServer();
   return {
