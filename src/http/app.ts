@@ -23,6 +23,7 @@ import { mountCoordRoutes } from "./coord.ts";
 import { mountGenerationRoutes } from "./generations.ts";
 import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
+import { mountPages } from "./pages.ts";
 
 export const app = new Hono<AppEnv>();
 
@@ -51,6 +52,7 @@ function safeDecode(segment: string): string {
 
 mount(app, health, () => ({ status: 200, body: { ok: true } }));
 mount(app, openApi, () => ({ status: 200, body: openApiDocument() }));
+mountPages(app);
 
 // CORS outermost, so preflights skip authentication and every answer, errors included,
 // carries the headers (SPEC §6).

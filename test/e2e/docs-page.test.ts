@@ -1,0 +1,85 @@
+// GET /docs in a real browser (headless Chromium, test/e2e/browser.ts): the reference renders
+// every operation of /openapi.json, filters them, and "Try it" sends the request the form
+// shows with the token the user entered — here reading back a claim created through the API.
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { describeBrowser, launchChromium } from "./browser.ts";
+
+let browser: Browser | undefined;
+let page: Page;
+const errors: string[] = [];
+
+/** `name` of every element `selector` matches, in document order. */
+async function attributes(selector: string, name: string): Promise<string[]> {
+  const all = await page.locator(selector).all();
+  return Promise.all(all.map(async (node) => (await node.getAttribute(name)) ?? ""));
+}
+
+interface OpenApiPaths {
+  paths: Record<string, Record<string, { operationId: string }>>;
+}
+
+async function openApi(): Promise<OpenApiPaths> {
+  const res = await fetch(`${inject("serverUrl")}/openapi.json`);
+  const doc: OpenApiPaths = await res.json();
+  return doc;
+}
+
+describeBrowser("the /docs API reference in headless Chromium", () => {
+  beforeAll(async () => {
+    browser = await launchChromium();
+    page = await browser.newPage();
+    page.on("pageerror", (e) => errors.push(e.message));
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(m.text());
+    });
+    await page.goto(`${inject("serverUrl")}/docs#token=dev-token`);
+    await page.waitForSelector("body[data-ready=true]");
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("renders one entry per operation of /openapi.json and takes the token from the fragment", async () => {
+    const doc = await openApi();
+    const ids = Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
+    const shown = await attributes("details.op", "data-operation-id");
+    expect(shown.sort()).toEqual(ids.sort());
+    expect(await page.inputValue("#token")).toBe("dev-token");
+    expect(new URL(page.url()).hash).toBe("");
+    expect(errors).toEqual([]);
+  });
+
+  it("filters operations by what the user types", async () => {
+    await page.fill("#filter", "watch");
+    const visible = await attributes("details.op:not([hidden])", "data-search");
+    expect(visible.length).toBeGreaterThan(0);
+    expect(visible.every((text) => text.includes("watch"))).toBe(true);
+    await page.fill("#filter", "");
+  });
+
+  it("sends a request from the form with the entered token and shows the answer", async () => {
+    const namespace = `e2e-docs-${process.pid}`;
+    const claim = `docs-${crypto.randomUUID()}`;
+    const acquired = await fetch(`${inject("serverUrl")}/v1/ns/${namespace}/claims/${claim}/acquire`, {
+      method: "POST",
+      headers: { authorization: "Bearer dev-token", "content-type": "application/json" },
+      body: JSON.stringify({ generationId: "docs-gen", ttlMs: 30_000 }),
+    });
+    expect(acquired.status).toBe(200);
+    const doc = await openApi();
+    const getClaim = doc.paths["/v1/ns/{ns}/claims/{claim}"]?.["get"]?.operationId ?? "";
+    const op = `details.op[data-operation-id="${getClaim}"]`;
+    await page.fill("#namespace", namespace);
+    await page.click(`${op} > summary`);
+    await page.fill(`${op} input[name=claim]`, claim);
+    await page.click(`${op} form.try button[type=submit]`);
+    await page.waitForSelector(`${op} pre.result[data-status]`);
+    expect(await page.getAttribute(`${op} pre.result`, "data-status")).toBe("200");
+    const shown = (await page.textContent(`${op} pre.result`)) ?? "";
+    expect(shown).toContain(`"ownerGeneration": "docs-gen"`);
+    expect(shown).toContain(`"fencingToken": "1"`);
+    expect(errors).toEqual([]);
+  });
+});

@@ -1,0 +1,38 @@
+// The pages the Worker serves itself (SPEC §6 "Pages"): they load without a token, come with
+// a Content-Security-Policy that allows only same-origin code, and are not API routes.
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+
+describe("GET /docs", () => {
+  it("serves the reference page, its script and stylesheet without a token, under a same-origin CSP", async () => {
+    for (const [path, type] of [
+      ["/docs", "text/html"],
+      ["/docs/app.js", "text/javascript"],
+      ["/docs/app.css", "text/css"],
+    ] as const) {
+      const res = await exports.default.fetch(`http://x${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type")).toContain(type);
+      const csp = res.headers.get("content-security-policy") ?? "";
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("connect-src 'self'");
+      expect(csp).not.toContain("unsafe-inline");
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    }
+  });
+
+  it("loads no script or style from another origin and renders from /openapi.json", async () => {
+    const html = await (await exports.default.fetch("http://x/docs")).text();
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+    expect(html).toContain('src="/docs/app.js"');
+    const script = await (await exports.default.fetch("http://x/docs/app.js")).text();
+    expect(script).toContain('fetch("/openapi.json")');
+    expect(script).not.toContain("innerHTML");
+  });
+
+  it("is not part of the API document", async () => {
+    const res = await exports.default.fetch("http://x/openapi.json");
+    const doc: { paths: object } = await res.json();
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith("/docs"))).toEqual([]);
+  });
+});
