@@ -1,7 +1,7 @@
 /**
  * The pages the Worker serves itself (SPEC §6 "Pages"): `GET /docs`, the interactive API
- * reference, with its script and stylesheet. They need no token to load; every API call they
- * make carries the token the user enters.
+ * reference, and `GET /ui`, the live dashboard, each with its script and the stylesheet.
+ * They need no token to load; every API call they make carries the token the user enters.
  *
  * Guarantees:
  * - Everything is served from this Worker (no CDN): the page works offline against a local
@@ -14,7 +14,9 @@
 import type { Hono } from "hono";
 import { DOCS_HTML } from "../pages/docs-html.ts";
 import { DOCS_SCRIPT } from "../pages/docs-script.ts";
-import { DOCS_STYLE } from "../pages/docs-style.ts";
+import { PAGE_STYLE } from "../pages/page-style.ts";
+import { UI_HTML } from "../pages/ui-html.ts";
+import { UI_SCRIPT } from "../pages/ui-script.ts";
 import type { AppEnv } from "./app-env.ts";
 
 export const PAGE_CSP =
@@ -24,7 +26,10 @@ export const PAGE_CSP =
 const PAGES: Record<string, { type: string; body: string }> = {
   "/docs": { type: "text/html; charset=utf-8", body: DOCS_HTML },
   "/docs/app.js": { type: "text/javascript; charset=utf-8", body: DOCS_SCRIPT },
-  "/docs/app.css": { type: "text/css; charset=utf-8", body: DOCS_STYLE },
+  "/docs/app.css": { type: "text/css; charset=utf-8", body: PAGE_STYLE },
+  "/ui": { type: "text/html; charset=utf-8", body: UI_HTML },
+  "/ui/app.js": { type: "text/javascript; charset=utf-8", body: UI_SCRIPT },
+  "/ui/app.css": { type: "text/css; charset=utf-8", body: PAGE_STYLE },
 };
 
 export function mountPages(app: Hono<AppEnv>): void {

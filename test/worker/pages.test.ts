@@ -3,12 +3,15 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 
-describe("GET /docs", () => {
-  it("serves the reference page, its script and stylesheet without a token, under a same-origin CSP", async () => {
+describe("GET /docs and GET /ui", () => {
+  it("serves each page, its script and stylesheet without a token, under a same-origin CSP", async () => {
     for (const [path, type] of [
       ["/docs", "text/html"],
       ["/docs/app.js", "text/javascript"],
       ["/docs/app.css", "text/css"],
+      ["/ui", "text/html"],
+      ["/ui/app.js", "text/javascript"],
+      ["/ui/app.css", "text/css"],
     ] as const) {
       const res = await exports.default.fetch(`http://x${path}`);
       expect(res.status, path).toBe(200);
@@ -22,9 +25,12 @@ describe("GET /docs", () => {
   });
 
   it("loads no script or style from another origin and renders from /openapi.json", async () => {
-    const html = await (await exports.default.fetch("http://x/docs")).text();
-    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
-    expect(html).toContain('src="/docs/app.js"');
+    for (const page of ["docs", "ui"]) {
+      const html = await (await exports.default.fetch(`http://x/${page}`)).text();
+      expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+      expect(html).not.toMatch(/ on[a-z]+="/);
+      expect(html).toContain(`src="/${page}/app.js"`);
+    }
     const script = await (await exports.default.fetch("http://x/docs/app.js")).text();
     expect(script).toContain('fetch("/openapi.json")');
     expect(script).not.toContain("innerHTML");

@@ -1,5 +1,8 @@
-/** The stylesheet of `GET /docs` (served as `/docs/app.css`): readable on a laptop and a phone. */
-export const DOCS_STYLE = `
+/**
+ * The one stylesheet of the pages (`/docs/app.css`, `/ui/app.css`): readable on a laptop and a
+ * phone, visible keyboard focus, light and dark.
+ */
+export const PAGE_STYLE = `
 :root { color-scheme: light dark; --accent: #2563eb; --muted: #6b7280; font-family: system-ui, sans-serif; }
 body { margin: 0 auto; max-width: 72rem; padding: 1rem; line-height: 1.45; }
 header { border-bottom: 1px solid var(--muted); margin-bottom: 1rem; }
@@ -20,4 +23,13 @@ table { border-collapse: collapse; width: 100%; display: block; overflow-x: auto
 th, td { text-align: left; padding: 0.2rem 0.5rem; border-bottom: 1px solid color-mix(in srgb, var(--muted) 40%, transparent); vertical-align: top; }
 pre { overflow-x: auto; background: color-mix(in srgb, var(--muted) 12%, transparent); padding: 0.5rem; border-radius: 4px; }
 .result:empty { display: none; }
+.filters { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-end; }
+.table { overflow-x: auto; }
+caption { text-align: left; color: var(--muted); font-size: 0.85rem; }
+tbody tr[data-phase="unowned"] td, tbody tr[data-phase="absent"] td { color: var(--muted); }
+tbody tr[data-successor]:not([data-successor=""]) { background: color-mix(in srgb, #f59e0b 15%, transparent); }
+button.link { background: none; border: none; color: var(--accent); padding: 0; margin: 0; text-decoration: underline; font-weight: 600; }
+#timeline-panel { border: 1px solid var(--muted); border-radius: 6px; padding: 0 0.75rem 0.5rem; margin: 1rem 0; }
+.pager { margin: 0.5rem 0; }
+@media (max-width: 40rem) { th:nth-child(6), td:nth-child(6), th:nth-child(7), td:nth-child(7) { display: none; } }
 `;
