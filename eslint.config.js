@@ -25,7 +25,7 @@ function layerPatterns(up, allowed) {
 }
 
 export default tseslint.config(
-  { ignores: ["node_modules", "dist", ".wrangler", "src/env.d.ts"] },
+  { ignores: ["node_modules", "dist", "lib", ".wrangler", "src/env.d.ts"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
