@@ -219,8 +219,12 @@ describe("examples/worker-caller from the tarball", { timeout: 240_000 }, () => 
   }, 300_000);
 
   afterAll(async () => {
-    await mf?.dispose();
-    if (caller !== undefined) rmSync(join(caller, ".."), { recursive: true, force: true });
+    try {
+      await mf?.dispose();
+    } finally {
+      // Also when Miniflare failed to start (dispose rejects then).
+      if (caller !== undefined) rmSync(join(caller, ".."), { recursive: true, force: true });
+    }
   });
 
   it("type-checks against the installed package", async () => {
