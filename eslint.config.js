@@ -25,7 +25,7 @@ function layerPatterns(up, allowed) {
 }
 
 export default tseslint.config(
-  { ignores: ["node_modules", "dist", ".wrangler", "src/env.d.ts"] },
+  { ignores: ["node_modules", "dist", "lib", ".wrangler", "src/env.d.ts", "examples/*/{node_modules,dist}/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -39,6 +39,18 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "no-console": ["error", { allow: ["warn", "error"] }],
+    },
+  },
+  // The examples are projects of their own that import the installed package; here they are
+  // checked against the sources (tsconfig.examples.json maps `shiftlock/client` to them).
+  {
+    files: ["examples/**/*.ts"],
+    languageOptions: {
+      parserOptions: {
+        projectService: false,
+        project: "./tsconfig.examples.json",
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
   },
   // The client runs in Node, browsers and Workers and ships without the server: it may import

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
- * The `shiftlock` command (docs/cli.md). Runs src/cli/main.ts directly: Node 20 cannot
- * strip types by itself, so the TypeScript sources are transpiled on load
- * (src/cli/ts-hooks.mjs).
+ * The `shiftlock` command (docs/cli.md). In a clone (src/ is there) it runs
+ * src/cli/main.ts directly: Node 20 cannot strip types by itself, so the TypeScript
+ * sources are transpiled on load (src/cli/ts-hooks.mjs). In the installed package (no
+ * src/) it runs the JavaScript `tsc` built into lib/ (docs/package.md): no TypeScript
+ * needed.
  *
  * Guarantees: the exit status is `main`'s (0 ok, 1 refused, 2 usage, 3 unreachable); the
  * first SIGINT/SIGTERM aborts the command (a watch ends, a held lease is released) and a
@@ -10,11 +12,16 @@
  * every signal is its to forward, and it decides when the process ends. Does not
  * type-check the sources it runs.
  */
+import { existsSync } from "node:fs";
 import { register } from "node:module";
 
-register("../src/cli/ts-hooks.mjs", import.meta.url);
+const fromSources = existsSync(new URL("../src/cli/main.ts", import.meta.url));
+if (fromSources) register("../src/cli/ts-hooks.mjs", import.meta.url);
 
-const { main } = await import("../src/cli/main.ts");
+// lib/ exists only after `npm run build:lib` (npm pack runs it): a specifier tsc does not resolve.
+const built = "../lib/cli/main.js";
+/** @type {typeof import("../src/cli/main.ts")} */
+const { main } = fromSources ? await import("../src/cli/main.ts") : await import(built);
 const interrupt = new AbortController();
 let interrupted = false;
 /** @type {Set<(signal: "SIGINT" | "SIGTERM") => void>} */

@@ -104,7 +104,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
  * Typed here: wrangler's and Miniflare's declarations reach types (workers-types) that the
  * type-aware linter cannot resolve, hence the file-level unsafe-* exemption above.
  */
-function readWranglerConfig(configPath: string): { name: string; workerOptions: WorkerOptions } {
+export function readWranglerConfig(configPath: string): { name: string; workerOptions: WorkerOptions } {
   const config: { name?: string } = wrangler.unstable_readConfig({ config: configPath });
   const { workerOptions }: { workerOptions: WorkerOptions } = wrangler.unstable_getMiniflareWorkerOptions(
     config as Parameters<typeof wrangler.unstable_getMiniflareWorkerOptions>[0],

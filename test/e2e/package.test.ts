@@ -1,0 +1,275 @@
+// The npm package as a user installs it (docs/package.md): `npm pack` once, publint and
+// arethetypeswrong on the tarball, then `npm install <tarball>` into a project outside the
+// repository (test/e2e/package-install.ts), where
+// - only shiftlock and its dependencies (zod, ws) are installed: no hono, no TypeScript;
+// - a plain Node ESM program acquires, watches (sees `acquired` and `released`) and
+//   releases a claim against the e2e server;
+// - a TypeScript program type-checks against the shipped .d.ts with moduleResolution
+//   `bundler` and `node16` (the repository's tsc, by path; skipLibCheck off);
+// - esbuild bundles the client for browsers from node_modules;
+// - `npx shiftlock` runs the built CLI;
+// and examples/worker-caller, copied out and installed from the same tarball, is bundled by
+// `wrangler deploy --dry-run`, type-checked, and run in Miniflare next to the shiftlock
+// Worker, calling it through a service binding.
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { build } from "esbuild";
+import { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { readWranglerConfig, DEV_AUTH_TOKENS } from "../../src/serve/local-server.ts";
+import {
+  cleanEnv,
+  emptyProject,
+  npmInstall,
+  packRepository,
+  REPO,
+  repoBin,
+  run,
+  runOk,
+  tempDir,
+} from "./package-install.ts";
+
+const NODE_PROGRAM = `
+import WebSocket from "ws";
+import { HttpClaimsBackend } from "shiftlock/client";
+
+const [baseUrl, namespace, claimName] = process.argv.slice(2);
+const claims = new HttpClaimsBackend({ baseUrl, token: "dev-token", namespace, WebSocket });
+const watch = claims.watchClaim(claimName);
+const items = watch[Symbol.asyncIterator]();
+const snapshot = (await items.next()).value;
+const held = await claims.acquireClaim({ claimName, generationId: "node-consumer", ttlMs: 30000 });
+await claims.releaseClaim({ claimName, generationId: "node-consumer", token: held.fencingToken });
+const events = [];
+while (!events.includes("released")) {
+  const next = await items.next();
+  if (next.done) break;
+  if (next.value.type === "event") events.push(next.value.reason);
+}
+watch.close();
+await claims.close();
+console.log(JSON.stringify({ snapshot: snapshot.type, fencingToken: String(held.fencingToken), events }));
+`;
+
+const TS_PROGRAM = `
+import { GenerationSession, MemoryClaimsBackend, ShiftlockError, hasCode, type ClaimRecord } from "shiftlock/client";
+
+const backend = new MemoryClaimsBackend();
+const record: ClaimRecord = await backend.acquireClaim({ claimName: "a", generationId: "g", ttlMs: 1000 });
+const token: bigint = record.fencingToken;
+// @ts-expect-error a fencing token is a bigint, not a string: the types are real, not any
+const wrong: string = record.fencingToken;
+const session: Promise<GenerationSession> = GenerationSession.open({ service: "s", instanceId: "i", backend });
+const err: unknown = new ShiftlockError("claim_held", "held");
+if (hasCode(err, "claim_held")) console.log(err.code, token, wrong, session);
+`;
+
+/** Compiler options of a consumer: `lib` DOM for fetch/WebSocket (as a browser or Node app has), ESNext.Disposable for `await using`. */
+function tsconfig(module: "preserve" | "node16", moduleResolution: "bundler" | "node16"): string {
+  return JSON.stringify({
+    compilerOptions: {
+      target: "ES2022",
+      module,
+      moduleResolution,
+      lib: ["ES2023", "ESNext.Disposable", "DOM"],
+      types: [],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+    },
+    files: ["check.ts"],
+  });
+}
+
+let work: string;
+let tarball: string;
+let consumer: string;
+
+beforeAll(async () => {
+  work = tempDir("shiftlock-package-");
+  tarball = await packRepository(work);
+  consumer = emptyProject("shiftlock-consumer-");
+  await npmInstall(consumer, [tarball, "ws@8.23.0"]);
+}, 300_000);
+
+afterAll(() => {
+  for (const dir of [work, consumer]) if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the packed tarball", { timeout: 120_000 }, () => {
+  it("passes publint (strict) and arethetypeswrong (ESM-only profile)", async () => {
+    const publint = await run(repoBin("publint"), ["run", tarball, "--strict"], work);
+    expect(publint.stdout + publint.stderr).toContain("All good!");
+    expect(publint.code).toBe(0);
+    const attw = await run(repoBin("attw"), [tarball, "--profile", "esm-only", "--format", "ascii"], work);
+    expect(attw.code, attw.stdout + attw.stderr).toBe(0);
+  });
+
+  it("holds the built client and CLI only: no sources, tests or server code", async () => {
+    const { stdout } = await runOk("tar", ["tzf", tarball], work);
+    const files = stdout.trim().split("\n");
+    expect(files).toContain("package/lib/client/index.js");
+    expect(files).toContain("package/lib/client/index.d.ts");
+    expect(files).toContain("package/lib/cli/main.js");
+    expect(files).toContain("package/bin/shiftlock.mjs");
+    const outside = files.filter(
+      (f) => !/^package\/(lib\/(client|protocol|core|cli)\/|bin\/|package\.json$|README\.md$)/.test(f),
+    );
+    expect(outside).toEqual([]);
+    expect(files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toEqual([]);
+  });
+
+  it("installs shiftlock with zod and ws only (no devDependencies, no hono, no TypeScript)", async () => {
+    const { stdout } = await runOk("npm", ["ls", "--all", "--parseable"], consumer);
+    const names = stdout
+      .trim()
+      .split("\n")
+      .slice(1)
+      .map((path) => path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length))
+      .sort();
+    expect(names).toEqual(["shiftlock", "ws", "zod"]);
+  });
+});
+
+// tsc without skipLibCheck reads zod's declarations: ≈30 s per project on a busy 2-core machine.
+describe("the installed package", { timeout: 240_000 }, () => {
+  it("a Node ESM program acquires, watches and releases a claim against the server", async () => {
+    writeFileSync(join(consumer, "claim-cycle.mjs"), NODE_PROGRAM);
+    const claim = `package-${crypto.randomUUID()}`;
+    const ran = await runOk(process.execPath, ["claim-cycle.mjs", inject("serverUrl"), "e2e-package", claim], consumer);
+    expect(JSON.parse(ran.stdout)).toEqual({
+      snapshot: "snapshot",
+      fencingToken: "1",
+      events: ["acquired", "released"],
+    });
+  });
+
+  it("type-checks a TypeScript program with moduleResolution bundler and node16", async () => {
+    writeFileSync(join(consumer, "check.ts"), TS_PROGRAM);
+    writeFileSync(join(consumer, "tsconfig.bundler.json"), tsconfig("preserve", "bundler"));
+    writeFileSync(join(consumer, "tsconfig.node16.json"), tsconfig("node16", "node16"));
+    for (const project of ["tsconfig.bundler.json", "tsconfig.node16.json"]) {
+      const tsc = await run(process.execPath, [join(REPO, "node_modules/typescript/bin/tsc"), "-p", project], consumer);
+      expect(tsc.stdout + tsc.stderr, project).toBe("");
+      expect(tsc.code, project).toBe(0);
+    }
+  });
+
+  it("bundles for browsers with esbuild from node_modules, without Node modules or ws", async () => {
+    writeFileSync(join(consumer, "browser-entry.js"), 'export { HttpClaimsBackend } from "shiftlock/client";\n');
+    const result = await build({
+      absWorkingDir: consumer,
+      entryPoints: ["browser-entry.js"],
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      target: "es2022",
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+    });
+    const inputs = Object.keys(result.metafile.inputs);
+    expect(inputs).toContain("node_modules/shiftlock/lib/client/index.js");
+    expect(inputs.filter((path) => !/^node_modules\/(shiftlock|zod)\/|^browser-entry\.js$/.test(path))).toEqual([]);
+    expect(result.outputFiles[0]?.text).toContain("HttpClaimsBackend = class");
+  });
+
+  it("`npx shiftlock` runs the built CLI with no TypeScript installed", async () => {
+    expect(existsSync(join(consumer, "node_modules", "typescript"))).toBe(false);
+    const claim = `package-cli-${crypto.randomUUID()}`;
+    const env = cleanEnv({
+      SHIFTLOCK_URL: inject("serverUrl"),
+      SHIFTLOCK_TOKEN: "dev-token",
+      SHIFTLOCK_NAMESPACE: "e2e-package",
+    });
+    const acquired = await runOk(
+      "npx",
+      ["--no", "shiftlock", "claims", "acquire", claim, "--generation", "g1", "--json"],
+      consumer,
+      env,
+    );
+    expect(JSON.parse(acquired.stdout)).toMatchObject({ claim: { name: claim, fencingToken: "1", phase: "owned" } });
+    const released = await run(
+      "npx",
+      ["--no", "shiftlock", "claims", "release", claim, "--generation", "g1", "--fencing-token", "1"],
+      consumer,
+      env,
+    );
+    expect(released.code, released.stderr).toBe(0);
+    const usage = await run("npx", ["--no", "shiftlock", "claims", "frobnicate"], consumer, env);
+    expect(usage.code).toBe(2);
+  });
+});
+
+describe("examples/worker-caller from the tarball", { timeout: 240_000 }, () => {
+  let caller: string;
+  let mf: Miniflare | undefined;
+
+  beforeAll(async () => {
+    caller = join(tempDir("shiftlock-worker-caller-"), "worker-caller");
+    cpSync(join(REPO, "examples", "worker-caller"), caller, {
+      recursive: true,
+      filter: (src) => !/[/\\](node_modules|dist)$/.test(src),
+    });
+    // Only the package under test: the tools (wrangler, tsc, workers-types) are the repository's.
+    const pkg = JSON.parse(readFileSync(join(caller, "package.json"), "utf8")) as Record<string, unknown>;
+    delete pkg["devDependencies"];
+    writeFileSync(join(caller, "package.json"), JSON.stringify(pkg, null, 2));
+    await npmInstall(caller, [tarball]);
+  }, 300_000);
+
+  afterAll(async () => {
+    try {
+      await mf?.dispose();
+    } finally {
+      // Also when Miniflare failed to start (dispose rejects then).
+      if (caller !== undefined) rmSync(join(caller, ".."), { recursive: true, force: true });
+    }
+  });
+
+  it("type-checks against the installed package", async () => {
+    const typeRoots = join(REPO, "node_modules", "@cloudflare");
+    const tsc = await run(
+      process.execPath,
+      [join(REPO, "node_modules/typescript/bin/tsc"), "-p", ".", "--typeRoots", typeRoots, "--types", "workers-types"],
+      caller,
+    );
+    expect(tsc.stdout + tsc.stderr).toBe("");
+    expect(tsc.code).toBe(0);
+  });
+
+  it("`wrangler deploy --dry-run` bundles it; in Miniflare it takes, watches and releases a claim through the service binding", async () => {
+    const dry = await run(repoBin("wrangler"), ["deploy", "--dry-run", "--outdir", "dist"], caller);
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0);
+    expect(readFileSync(join(caller, "dist", "index.js"), "utf8")).toContain("HttpClaimsBackend = class");
+
+    const shiftlock = readWranglerConfig(join(REPO, "wrangler.toml"));
+    mf = new Miniflare({
+      workers: [
+        {
+          name: "shiftlock-worker-caller",
+          modules: true,
+          scriptPath: join(caller, "dist", "index.js"),
+          modulesRoot: join(caller, "dist"),
+          compatibilityDate: "2026-04-26",
+          serviceBindings: { SHIFTLOCK: shiftlock.name },
+          bindings: { SHIFTLOCK_TOKEN: "dev-token", SHIFTLOCK_NAMESPACE: "worker-caller" },
+        },
+        {
+          ...shiftlock.workerOptions,
+          name: shiftlock.name,
+          modules: true,
+          scriptPath: join(REPO, "dist", "index.js"),
+          modulesRoot: join(REPO, "dist"),
+          bindings: { ...shiftlock.workerOptions.bindings, AUTH_TOKENS: DEV_AUTH_TOKENS },
+        },
+      ],
+    });
+    const claim = `caller-${crypto.randomUUID()}`;
+    for (const fencingToken of ["1", "2"]) {
+      const res = await mf.dispatchFetch(`http://caller.example/jobs/${claim}`, { method: "POST" });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ claim, fencingToken, events: ["acquired", "released"] });
+    }
+  });
+});
