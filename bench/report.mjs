@@ -113,6 +113,8 @@ export function writeDocSection(tag, body) {
   if (i < 0 || j < 0) throw new Error(`${DOC_FILE} has no "${begin}" … "${end}" section`);
   doc = `${doc.slice(0, i)}${begin}\n\n${body.trim()}\n\n${end}${doc.slice(j + end.length)}`;
   writeFileSync(DOC_FILE, doc);
+  // The repository's format check covers docs/: leave the page as prettier would.
+  execFileSync("npx", ["prettier", "--log-level", "warn", "--write", DOC_FILE], { stdio: "inherit" });
   console.log(`updated ${DOC_FILE} (${tag})`);
 }
 
