@@ -6,7 +6,8 @@
 //   releases a claim against the e2e server;
 // - a TypeScript program type-checks against the shipped .d.ts with moduleResolution
 //   `bundler` and `node16` (the repository's tsc, by path; skipLibCheck off);
-// - esbuild bundles the client for browsers from node_modules;
+// - esbuild bundles the client for browsers from node_modules, and that bundle takes,
+//   watches and releases a claim in headless Chromium from another origin;
 // - `npx shiftlock` runs the built CLI;
 // and examples/worker-caller, copied out and installed from the same tarball, is bundled by
 // `wrangler deploy --dry-run`, type-checked, and run in Miniflare next to the shiftlock
@@ -17,6 +18,8 @@ import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readWranglerConfig, DEV_AUTH_TOKENS } from "../../src/serve/local-server.ts";
+import { claimRoundTripInBrowser } from "./browser-claim-roundtrip.ts";
+import { chromiumMissing, launchChromium } from "./browser.ts";
 import {
   cleanEnv,
   emptyProject,
@@ -155,7 +158,7 @@ describe("the installed package", { timeout: 240_000 }, () => {
     }
   });
 
-  it("bundles for browsers with esbuild from node_modules, without Node modules or ws", async () => {
+  it("bundles for browsers with esbuild from node_modules, without Node modules or ws, and runs in Chromium", async () => {
     writeFileSync(join(consumer, "browser-entry.js"), 'export { HttpClaimsBackend } from "shiftlock/client";\n');
     const result = await build({
       absWorkingDir: consumer,
@@ -171,7 +174,24 @@ describe("the installed package", { timeout: 240_000 }, () => {
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs).toContain("node_modules/shiftlock/lib/client/index.js");
     expect(inputs.filter((path) => !/^node_modules\/(shiftlock|zod)\/|^browser-entry\.js$/.test(path))).toEqual([]);
-    expect(result.outputFiles[0]?.text).toContain("HttpClaimsBackend = class");
+    const clientJs = result.outputFiles[0]?.text ?? "";
+    // The page round trip needs Chromium: skipped with the reason outside CI, required in CI.
+    const missing = chromiumMissing();
+    if (missing !== undefined && process.env["CI"] !== "true") {
+      console.warn(`not running the tarball's browser bundle in a page: ${missing}`);
+      return;
+    }
+    const browser = await launchChromium();
+    try {
+      const apiUrl = inject("serverUrl");
+      const args = { apiUrl, namespace: `e2e-package-${process.pid}`, claim: `browser-${crypto.randomUUID()}` };
+      const roundTrip = await claimRoundTripInBrowser(browser, clientJs, args);
+      expect(roundTrip.pageOrigin).not.toBe(new URL(apiUrl).origin);
+      expect(roundTrip.seen).toEqual(["snapshot:owned", "released:unowned"]);
+      expect(roundTrip.protocols).toEqual(["shiftlock.bearer.dev-token"]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it("`npx shiftlock` runs the built CLI with no TypeScript installed", async () => {
