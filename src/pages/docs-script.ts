@@ -18,23 +18,12 @@
  * It is plain browser JavaScript in a string (the Worker's type environment has no DOM),
  * tested end to end in headless Chromium by test/e2e/docs-page.test.ts.
  */
+import { PAGE_COMMON } from "./page-common.ts";
+
 export const DOCS_SCRIPT = String.raw`"use strict";
 (function () {
-  var TOKEN_KEY = "shiftlock.token";
-  var NS_KEY = "shiftlock.namespace";
+${PAGE_COMMON}
   var spec;
-
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      if (k === "text") node.textContent = attrs[k];
-      else node.setAttribute(k, attrs[k]);
-    });
-    (children || []).forEach(function (c) {
-      if (c !== null && c !== undefined) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    });
-    return node;
-  }
 
   function resolve(node, depth, seen) {
     if (depth > 12 || node === null || typeof node !== "object") return node;
@@ -67,8 +56,6 @@ export const DOCS_SCRIPT = String.raw`"use strict";
   function pre(value) {
     return el("pre", { class: "schema", text: JSON.stringify(value, null, 2) });
   }
-
-  function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
 
   function tryForm(path, method, op) {
     var params = (op.parameters || []).filter(function (p) { return p.in === "path" || p.in === "query"; });
@@ -207,11 +194,7 @@ export const DOCS_SCRIPT = String.raw`"use strict";
     });
   }
 
-  var hash = /^#token=(.+)$/.exec(location.hash);
-  if (hash) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(hash[1]));
-    history.replaceState(null, "", location.pathname + location.search);
-  }
+  takeTokenFromFragment();
   var tokenInput = document.getElementById("token");
   var nsInput = document.getElementById("namespace");
   tokenInput.value = token();

@@ -24,10 +24,11 @@
  * Plain browser JavaScript in a string (the Worker's type environment has no DOM), tested end
  * to end in headless Chromium by test/e2e/dashboard.test.ts.
  */
+import { PAGE_COMMON } from "./page-common.ts";
+
 export const UI_SCRIPT = String.raw`"use strict";
 (function () {
-  var TOKEN_KEY = "shiftlock.token";
-  var NS_KEY = "shiftlock.namespace";
+${PAGE_COMMON}
   var PAGE_SIZE = 100;
   var TIMELINE_MAX = 50;
   var PING_MS = 30000;
@@ -35,18 +36,6 @@ export const UI_SCRIPT = String.raw`"use strict";
   var state = { ns: "", cursors: [null], page: 0, next: null, rows: new Map(), selected: null };
 
   function $(id) { return document.getElementById(id); }
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      if (k === "text") node.textContent = attrs[k];
-      else node.setAttribute(k, attrs[k]);
-    });
-    (children || []).forEach(function (c) {
-      if (c !== null && c !== undefined) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    });
-    return node;
-  }
-  function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
   function status(text) { $("status").textContent = text; }
   function nsPath(rest) { return "/v1/ns/" + encodeURIComponent(state.ns) + rest; }
 
@@ -224,8 +213,7 @@ export const UI_SCRIPT = String.raw`"use strict";
     return Promise.all([loadClaims(), loadOthers()]);
   }
 
-  var hash = /^#token=(.+)$/.exec(location.hash);
-  if (hash) sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(hash[1]));
+  takeTokenFromFragment();
   var params = new URLSearchParams(location.search);
   if (params.get("ns")) sessionStorage.setItem(NS_KEY, params.get("ns"));
   $("ns-input").value = sessionStorage.getItem(NS_KEY) || "";
