@@ -7,7 +7,8 @@
  * a saved history, then runs every checker (check/index.ts) and prints, last,
  * `ops N, crashes C, pauses P, ambiguous A, violations V`. Exit status 1 when V > 0, 2 for
  * bad arguments. The seed (printed first; random when not given) reproduces the run's
- * schedule: its operations, arguments and faults.
+ * schedule: its operations, arguments and faults. SIGINT or SIGTERM ends a run early (the
+ * server is stopped, the partial history checked).
  */
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,7 +63,12 @@ if (values["check"] !== undefined) {
   const seed = values["seed"] === undefined ? Math.floor(Math.random() * 2 ** 31) : number("seed", 0, 2 ** 32 - 1);
   historyPath = values["history"] ?? join(tmpdir(), `shiftlock-torture-${seed}-${Date.now()}.jsonl`);
   log(`seed ${seed}`);
+  // SIGINT/SIGTERM end the run early: the server is stopped and the partial history checked.
+  const interrupt = new AbortController();
+  process.once("SIGINT", () => interrupt.abort());
+  process.once("SIGTERM", () => interrupt.abort());
   await runTorture({
+    signal: interrupt.signal,
     durationS: number("duration-s", 1, 24 * 3600),
     clients: Math.floor(number("clients", 1, 1_000)),
     seed,

@@ -31,6 +31,8 @@ export interface RunOptions {
   /** Client-side timeout of one call (ms). */
   timeoutMs: number;
   log: (line: string) => void;
+  /** Ends the run early (as if the duration had passed); everything is still cleaned up. */
+  signal?: AbortSignal;
 }
 
 export interface RunFigures extends FaultCounts {
@@ -61,7 +63,7 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
 
   const figures: RunFigures = { ops: 0, refused: 0, ambiguous: 0, crashes: 0, pauses: 0 };
   const endAt = Date.now() + options.durationS * 1_000;
-  const stopped = (): boolean => Date.now() >= endAt;
+  const stopped = (): boolean => Date.now() >= endAt || options.signal?.aborted === true;
   const knowledge = new Knowledge();
   const baseUrl = (): string => server.url;
   try {

@@ -8,7 +8,7 @@
  * - A claim watcher resumes with `afterVersion` = the last version it received (a snapshot's
  *   or an event's); a scope watcher with `afterGeneration` = the last generation it received
  *   (`ready` or event). Both acknowledge every event (SPEC §6) and reconnect 100–300 ms after
- *   any close, until stopped.
+ *   any close (500–1,000 ms after a connection that got nothing), until stopped.
  */
 import WebSocket from "ws";
 import { watchClaim } from "../../src/protocol/claim-routes.ts";
@@ -93,6 +93,7 @@ async function watchForever(ctx: WatcherContext, flavour: Flavour): Promise<void
       kind: "open",
       ...(after === undefined ? {} : { after }),
     });
+    let received = 0;
     await new Promise<void>((resolve) => {
       const socket = new WebSocket(flavour.url(after), {
         headers: { authorization: `Bearer ${TOKEN}` },
@@ -108,6 +109,7 @@ async function watchForever(ctx: WatcherContext, flavour: Flavour): Promise<void
         } catch {
           return;
         }
+        received++;
         ctx.history.write({ t: "watch", watcher: flavour.watcher, conn, atMs: Date.now(), kind: "message", msg });
         const step = flavour.receive(msg);
         if (step.after !== undefined) after = step.after;
@@ -120,6 +122,7 @@ async function watchForever(ctx: WatcherContext, flavour: Flavour): Promise<void
         resolve();
       });
     });
-    await new Promise((r) => setTimeout(r, ctx.rng.int(100, 300)));
+    // A connection that got nothing (the server is down) waits longer before the next try.
+    await new Promise((r) => setTimeout(r, received > 0 ? ctx.rng.int(100, 300) : ctx.rng.int(500, 1_000)));
   }
 }

@@ -129,8 +129,8 @@ async function record(
     ...(extra.retryOf === undefined ? {} : { retryOf: extra.retryOf }),
   });
   ctx.onOp(outcome);
-  // Nobody listens (the server is restarting): do not spin.
-  if (outcome.type === "error" && outcome.code === "unavailable") await new Promise((r) => setTimeout(r, 100));
+  // Nobody listens (the server is restarting): do not spin, it slows the restart down.
+  if (outcome.type === "error" && outcome.code === "unavailable") await new Promise((r) => setTimeout(r, 500));
   return { id, outcome };
 }
 

@@ -7,6 +7,12 @@
  */
 import type { HistoryEntry } from "../history.ts";
 import { checkClaimRecords } from "./claim-records.ts";
+import { checkCoord } from "./coord.ts";
+import { checkDurability } from "./durability.ts";
+import { checkIdempotency } from "./idempotency.ts";
+import { checkLinearizability } from "./linearizability.ts";
+import { checkMutualExclusion } from "./mutual-exclusion.ts";
+import { checkWatches } from "./watches.ts";
 import type { Violation } from "./observations.ts";
 
 export interface CheckReport {
@@ -20,7 +26,32 @@ interface Checker {
   run: (history: readonly HistoryEntry[]) => { violations: Violation[]; notes?: string[] };
 }
 
-const CHECKERS: Checker[] = [{ name: "claim-records", run: (h) => ({ violations: checkClaimRecords(h) }) }];
+const CHECKERS: Checker[] = [
+  { name: "claim-records", run: (h) => ({ violations: checkClaimRecords(h) }) },
+  {
+    name: "mutual-exclusion",
+    run: (h) => {
+      const r = checkMutualExclusion(h);
+      return { violations: r.violations, notes: [`${r.unjudged} acquisitions after an unobserved record not judged`] };
+    },
+  },
+  { name: "durability", run: (h) => ({ violations: checkDurability(h) }) },
+  { name: "idempotency", run: (h) => ({ violations: checkIdempotency(h) }) },
+  { name: "coord", run: (h) => ({ violations: checkCoord(h) }) },
+  { name: "watches", run: (h) => ({ violations: checkWatches(h) }) },
+  {
+    name: "linearizability",
+    run: (h) => {
+      const r = checkLinearizability(h);
+      return {
+        violations: r.violations,
+        notes: [
+          `${r.segments} segments; gave up on ${r.gaveUp} (${r.gaveUpOps} ops); ${r.skippedOps} ops not checked (after a give-up, or refusals the machine does not decide)`,
+        ],
+      };
+    },
+  },
+];
 
 /** Run every checker; at most `shown` violations of each are spelled out. */
 export function runChecks(history: readonly HistoryEntry[], shown = 10): CheckReport {
