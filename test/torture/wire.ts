@@ -56,7 +56,7 @@ export async function perform(baseUrl: string, call: Call, timeoutMs: number): P
 
 function errorCode(body: unknown): string {
   if (typeof body === "object" && body !== null && "error" in body) {
-    const error = (body as { error: unknown }).error;
+    const error = body.error;
     if (typeof error === "object" && error !== null && "code" in error) return String(error.code);
   }
   return "?";

@@ -182,8 +182,9 @@ async function claimMutation(ctx: ClientContext, verb: ClaimVerb, claim: string,
     params: { ns: ctx.keys.namespace, claim },
     body,
   };
-  let { id, outcome } = await record(ctx, verb, claim, call);
-  const first = id;
+  const answered = await record(ctx, verb, claim, call);
+  const first = answered.id;
+  let outcome = answered.outcome;
   // An ambiguous mutation is sometimes retried with the same operationId (at most twice).
   for (let attempt = 0; outcome.type === "unknown" && attempt < 2 && ctx.rng.chance(0.6); attempt++) {
     if (ctx.stopped()) return;

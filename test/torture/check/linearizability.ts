@@ -27,7 +27,7 @@ import { decideClaim, type ClaimCommand } from "../../../src/core/claim-machine.
 import { claimRecordSchema, type ClaimRecord } from "../../../src/protocol/claims.ts";
 import type { HistoryEntry } from "../history.ts";
 import { crashes } from "./durability.ts";
-import { claimOps, groupBy, type ClaimOp, type Violation, type WireClaim } from "./observations.ts";
+import { claimOps, groupBy, type ClaimOp, type Violation } from "./observations.ts";
 
 const CHECKER = "linearizability";
 /** Steps (operation applications) one segment may take before the search gives up. */
@@ -154,23 +154,49 @@ export function apply(name: string, s: State, o: Op): State[] {
   if (lo > hi) return [];
   const r = s.record;
   const held = r !== undefined && r.phase !== "unowned" && r.expiresAtMs !== 0;
-  const modes: { record: ClaimRecord | undefined; from: number; to: number }[] = [];
-  if (!held) modes.push({ record: r, from: lo, to: hi });
+  // Each mode: the record at the window's two ends (deadline, instant) — [a] early, [b] late —
+  // and the deadline interval the mode implies.
+  interface Mode {
+    a: ClaimRecord | undefined;
+    b: ClaimRecord | undefined;
+    from: number;
+    to: number;
+    dlLo: number;
+    dlHi: number;
+  }
+  const modes: Mode[] = [];
+  if (!held) modes.push({ a: r, b: r, from: lo, to: hi, dlLo: s.expLo, dlHi: s.expHi });
   else {
-    if (lo <= s.expHi) modes.push({ record: { ...r, expiresAtMs: s.expHi }, from: lo, to: Math.min(hi, s.expHi) });
-    if (hi > s.expLo) modes.push({ record: { ...r, expiresAtMs: s.expLo }, from: Math.max(lo, s.expLo + 1), to: hi });
+    // Not expired yet: the deadline is at or after the instant.
+    if (lo <= s.expHi) {
+      const dlLo = Math.max(s.expLo, lo);
+      const to = Math.min(hi, s.expHi);
+      modes.push({
+        a: { ...r, expiresAtMs: dlLo },
+        b: { ...r, expiresAtMs: s.expHi },
+        from: lo,
+        to,
+        dlLo,
+        dlHi: s.expHi,
+      });
+    }
+    // Expired: the instant is after the deadline.
+    if (hi > s.expLo) {
+      const expired = { ...r, expiresAtMs: s.expLo };
+      modes.push({ a: expired, b: expired, from: Math.max(lo, s.expLo + 1), to: hi, dlLo: s.expLo, dlHi: s.expLo });
+    }
   }
   const out: State[] = [];
   for (const mode of modes) {
-    const a = decideClaim(name, mode.record, o.command, mode.from);
-    const b = decideClaim(name, mode.record, o.command, mode.to);
+    const a = decideClaim(name, mode.a, o.command, mode.from);
+    const b = decideClaim(name, mode.b, o.command, mode.to);
     const result = o.op.result;
     if (result.type === "ok") {
       const answer = o.answer!;
       // A same-owner acquire that extends nothing is not a change (no version bump).
       const candidates = [a];
-      if (o.command.kind === "acquire" && mode.record?.reason === "renewed" && a.result.ok) {
-        candidates.push({ ...a, next: mode.record, changed: false, result: { ok: true, claim: mode.record } });
+      if (o.command.kind === "acquire" && mode.a?.reason === "renewed" && a.result.ok) {
+        candidates.push({ ...a, next: mode.a, changed: false, result: { ok: true, claim: mode.a } });
       }
       for (const c of candidates) {
         if (!c.result.ok || logicalKey(c.result.claim) !== logicalKey(answer)) continue;
@@ -178,23 +204,29 @@ export function apply(name: string, s: State, o: Op): State[] {
       }
     } else if (result.type === "error") {
       if (a.result.ok || a.result.refusal.code !== result.code) continue;
-      out.push(carry(s, a.next, b.next, mode.from));
+      out.push(carry(s, a.next, b.next, mode));
     } else {
-      out.push(carry(s, a.next, b.next, mode.from));
+      out.push(carry(s, a.next, b.next, mode));
     }
   }
   return out;
 }
 
-/** The state after an unanswered or refused step: the deadline spans both ends of the window. */
-function carry(s: State, a: ClaimRecord | undefined, b: ClaimRecord | undefined, nowLo: number): State {
+/**
+ * The state after an unanswered or refused step. Unchanged: the mode's deadline interval.
+ * Changed: the deadline lies between what the early and the late end of the window give.
+ */
+function carry(
+  s: State,
+  a: ClaimRecord | undefined,
+  b: ClaimRecord | undefined,
+  mode: { from: number; dlLo: number; dlHi: number },
+): State {
+  const nowLo = mode.from;
   if (a === undefined) return { record: a, expLo: 0, expHi: 0, nowLo };
-  if (a === s.record || (a.version === s.record?.version && a.expiresAtMs === s.record.expiresAtMs)) {
-    return { record: a, expLo: s.expLo, expHi: s.expHi, nowLo };
-  }
+  if (a.version === s.record?.version) return { record: a, expLo: mode.dlLo, expHi: mode.dlHi, nowLo };
   const x = a.expiresAtMs;
   const y = b?.expiresAtMs ?? x;
-  if (a.phase === "unowned" && a.reason === "expired") return { record: a, expLo: x, expHi: x, nowLo };
   return { record: a, expLo: Math.min(x, y), expHi: Math.max(x, y), nowLo };
 }
 
@@ -213,6 +245,13 @@ function zobrist(n: number): Uint32Array {
   return keys;
 }
 
+/** Where a failed search got furthest: what it explained and what it could not place next. */
+interface Deepest {
+  count: number;
+  state: State | undefined;
+  done: Uint8Array;
+}
+
 interface SegmentResult {
   /** End states (at least one) and whether the search saw all of them. */
   ends: State[];
@@ -223,7 +262,7 @@ interface SegmentResult {
  * Search one segment from each start state. Returns its end states, or "violation" when no
  * order explains it; throws GiveUp past the budget before finding any.
  */
-function searchSegment(name: string, ops: Op[], starts: State[]): SegmentResult | "violation" {
+function searchSegment(name: string, ops: Op[], starts: State[], deepest: Deepest): SegmentResult | "violation" {
   const ends = new Map<string, State>();
   const seen = new Set<string>();
   let steps = 0;
@@ -245,6 +284,11 @@ function searchSegment(name: string, ops: Op[], starts: State[]): SegmentResult 
       ends.set(stateKey(end), end);
       if (ends.size > MAX_STATES) throw new GiveUp();
       return;
+    }
+    if (count > deepest.count || deepest.state === undefined) {
+      deepest.count = count;
+      deepest.state = s;
+      deepest.done = done.slice();
     }
     const key = `${h1}:${h2}|${stateKey(s)}`;
     if (seen.has(key)) return;
@@ -284,15 +328,15 @@ export function checkLinearizability(history: readonly HistoryEntry[]): Lineariz
       }
       // An unanswered read changes nothing a later operation would not change the same way.
       if (op.result.type === "unknown" && op.verb === "get") continue;
-      const lastInvoke = op.invokeMs; // attempts are merged; the window ends at the next crash
+      const answer = op.result.type === "ok" ? claimRecordSchema.parse(op.result.claim) : undefined;
       ops.push({
         op,
         command: command(op),
-        answer: op.result.type === "ok" ? claimRecordSchema.parse(op.result.claim as WireClaim) : undefined,
-        startMs: op.invokeMs - SLACK_MS,
+        answer,
+        startMs: Math.max(op.invokeMs, answer === undefined ? 0 : appliedNotBefore(op.verb, answer)) - SLACK_MS,
         endMs:
           op.result.type === "unknown"
-            ? Math.max(nextCrash(lastInvoke), op.invokeMs + 60_000)
+            ? Math.min(nextCrash(op.lastInvokeMs), op.lastInvokeMs + UNKNOWN_WINDOW_MS)
             : op.completeMs + SLACK_MS,
       });
     }
@@ -321,23 +365,14 @@ export function checkLinearizability(history: readonly HistoryEntry[]): Lineariz
         segment.shift();
       }
       try {
-        const ends = searchSegment(name, segment, states);
+        const deepest: Deepest = { count: 0, state: undefined, done: new Uint8Array(0) };
+        const ends = searchSegment(name, segment, states, deepest);
         if (ends === "violation" && !statesComplete) {
           result.gaveUp++;
           result.gaveUpOps += segment.length;
           states = undefined;
         } else if (ends === "violation") {
-          const first = segment[0];
-          result.violations.push({
-            checker: CHECKER,
-            message: `${name}: no linearization of the ${segment.length} operations from op ${first?.op.key} (${new Date(first?.startMs ?? 0).toISOString()}): ${segment
-              .slice(0, 6)
-              .map(
-                (o) =>
-                  `${o.op.verb}#${o.op.key}→${o.op.result.type === "ok" ? `v${o.answer?.version}` : o.op.result.type === "error" ? o.op.result.code : "?"}`,
-              )
-              .join(", ")}${segment.length > 6 ? ", …" : ""}`,
-          });
+          result.violations.push({ checker: CHECKER, message: explain(name, segment, deepest) });
           states = undefined;
         } else {
           states = ends.ends;
@@ -352,6 +387,44 @@ export function checkLinearizability(history: readonly HistoryEntry[]): Lineariz
     }
   }
   return result;
+}
+
+function describe(o: Op): string {
+  const r = o.op.result;
+  const answer =
+    r.type === "ok"
+      ? `v${o.answer?.version} ${o.answer?.ownerGeneration}/${o.answer?.fencingToken}`
+      : r.type === "error"
+        ? r.code
+        : "?";
+  return `${o.op.verb}#${o.op.key}(${JSON.stringify(o.op.body)})→${answer} [${o.startMs}..${o.endMs}]`;
+}
+
+/** A violation's evidence: how far the search got, in what state, and what it could not place. */
+function explain(name: string, segment: Op[], deepest: Deepest): string {
+  const r = deepest.state?.record;
+  const state =
+    r === undefined
+      ? "no claim"
+      : `v${r.version} ${r.phase} ${r.ownerGeneration}/${r.fencingToken} ${r.reason} deadline ${deepest.state?.expLo}..${deepest.state?.expHi}`;
+  const pending = segment.filter((_, i) => deepest.done[i] !== 1);
+  const minEnd = Math.min(...pending.map((o) => o.endMs));
+  const next = pending.filter((o) => o.startMs <= minEnd);
+  return `${name}: no linearization of ${segment.length} operations from op ${segment[0]?.op.key}; the longest explained prefix has ${deepest.count}, ending in state ${state}; none of these could go next: ${next
+    .slice(0, 8)
+    .map(describe)
+    .join("; ")}`;
+}
+
+/**
+ * The server's own clock reading in a success, a lower bound of when it was applied: the
+ * heartbeat an acquire, renew or commit stamps (a success that changed nothing carries an
+ * older reading: still a lower bound). A retried
+ * operation whose first attempt was lost is placed by this, not by the first attempt.
+ */
+function appliedNotBefore(verb: ClaimOp["verb"], answer: ClaimRecord): number {
+  if (verb === "acquire" || verb === "renew" || verb === "commit") return answer.lastHeartbeatMs;
+  return 0;
 }
 
 /** Cut `ops` (sorted by start) where nothing spans the cut. */

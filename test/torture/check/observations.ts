@@ -9,7 +9,8 @@
  *   outcome (an answered attempt wins over an ambiguous one).
  * - An operation without an answer completes at +Infinity (it may take effect any time
  *   later); refused connections (`unavailable`) are dropped: they had no effect.
- * - A watch message is an observation whose window is (−∞, its receive time].
+ * - A watch message is an observation whose window is (−∞, its receive time]; a retry's
+ *   answer is one whose window opens when the first attempt was asked (it may be a replay).
  */
 import type { HistoryEntry, OpEntry, OpRoute, Outcome } from "../history.ts";
 
@@ -45,6 +46,8 @@ export interface ClaimOp {
   result: { type: "ok"; claim: WireClaim } | { type: "error"; code: string } | { type: "unknown" };
   /** History ids of every attempt. */
   attempts: number[];
+  /** When the last attempt was asked (a retry may take effect after an earlier crash). */
+  lastInvokeMs: number;
 }
 
 /** A claim record someone saw, and when. */
@@ -98,6 +101,7 @@ function addSingle(ops: Map<string, ClaimOp>, entry: OpEntry): void {
   const first = ops.get(key);
   if (first !== undefined) {
     first.attempts.push(entry.id);
+    first.lastInvokeMs = entry.invokeMs;
     first.completeMs = Math.max(first.completeMs, entry.completeMs);
     if (result !== undefined && result.type !== "unknown") first.result = result;
     return;
@@ -112,6 +116,7 @@ function addSingle(ops: Map<string, ClaimOp>, entry: OpEntry): void {
     completeMs: entry.completeMs,
     result,
     attempts: [entry.id],
+    lastInvokeMs: entry.invokeMs,
   });
 }
 
@@ -132,6 +137,7 @@ function addBatch(ops: Map<string, ClaimOp>, entry: OpEntry): void {
       completeMs: entry.completeMs,
       result: answered === undefined ? { type: "unknown" } : resultOf(answered.status, answered.body),
       attempts: [entry.id],
+      lastInvokeMs: entry.invokeMs,
     });
   });
 }
@@ -148,8 +154,12 @@ export function claimObservations(history: readonly HistoryEntry[]): ClaimObserv
   ): void => {
     if (claim !== undefined) seen.push({ claim, source, invokeMs, completeMs, acknowledged: ack });
   };
+  // A retry's answer may be the first attempt's, replayed: its window opens with the first attempt.
+  const invoked = new Map<number, number>();
   for (const entry of history) {
     if (entry.t === "op") {
+      if (entry.retryOf === undefined) invoked.set(entry.id, entry.invokeMs);
+      const invokeMs = entry.retryOf === undefined ? entry.invokeMs : (invoked.get(entry.retryOf) ?? entry.invokeMs);
       const o = entry.outcome;
       if (o.type === "unknown") continue;
       if (CLAIM_VERBS.has(entry.route)) {
@@ -157,7 +167,7 @@ export function claimObservations(history: readonly HistoryEntry[]): ClaimObserv
         add(
           claimOf(o.type === "ok" ? o.body : (o.body as { error?: unknown } | null)?.error),
           `op ${entry.id}`,
-          entry.invokeMs,
+          invokeMs,
           entry.completeMs,
           ack,
         );
