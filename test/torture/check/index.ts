@@ -32,7 +32,12 @@ const CHECKERS: Checker[] = [
     name: "mutual-exclusion",
     run: (h) => {
       const r = checkMutualExclusion(h);
-      return { violations: r.violations, notes: [`${r.unjudged} acquisitions after an unobserved record not judged`] };
+      return {
+        violations: r.violations,
+        notes: [
+          `${r.judged.expiries} expiries and ${r.judged.acquisitions} acquisitions right after an expiry judged; ${r.unjudged} acquisitions after an unobserved record not judged`,
+        ],
+      };
     },
   },
   { name: "durability", run: (h) => ({ violations: checkDurability(h) }) },

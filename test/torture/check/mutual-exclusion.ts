@@ -28,11 +28,15 @@ export interface MutualExclusionResult {
   violations: Violation[];
   /** Acquisitions after an unobserved predecessor record (not judged). */
   unjudged: number;
+  /** Distinct expiry records, and acquisitions right after one, that were judged. */
+  judged: { acquisitions: number; expiries: number };
 }
 
 export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualExclusionResult {
   const violations: Violation[] = [];
   let unjudged = 0;
+  const expiries = new Set<string>();
+  const acquisitions = new Set<string>();
   const eventTimes = expiredEventTimes(history);
   for (const [claim, seen] of groupBy(claimObservations(history), (o) => o.claim.name)) {
     const byVersion = new Map<string, WireClaim>();
@@ -42,6 +46,7 @@ export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualEx
       const version = BigInt(record.version);
       const before = byVersion.get(String(version - 1n));
       if (record.reason === "expired") {
+        expiries.add(`${claim}@${record.version}`);
         if (before !== undefined && before.phase !== "unowned" && before.expiresAtMs !== record.expiresAtMs) {
           violations.push({
             checker: CHECKER,
@@ -61,6 +66,7 @@ export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualEx
           unjudged++;
           continue;
         }
+        if (before.reason === "expired") acquisitions.add(`${claim}@${record.version}`);
         if (before.reason === "expired" && record.acquiredAtMs <= before.expiresAtMs) {
           violations.push({
             checker: CHECKER,
@@ -71,7 +77,7 @@ export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualEx
     }
   }
   violations.push(...leaseExclusion(history));
-  return { violations, unjudged };
+  return { violations, unjudged, judged: { acquisitions: acquisitions.size, expiries: expiries.size } };
 }
 
 /** `claim@version` → `timeMs` of every `expired` event the watchers received. */
