@@ -9,7 +9,9 @@
  * answer: the same outcome and, for successes, the same record (owner, token, phase,
  * previous owner, successor, transfer and drain status, reason, version). Times are not
  * guessed: a success's record sets them, and in between the machine's deadline is an
- * interval, so expiry is tried both ways whenever the window allows either.
+ * interval, so expiry is tried both ways whenever the window allows either; within a way,
+ * the machine is asked at both ends of the window, just after its start and at the last
+ * heartbeat (the only instants where its outcome can differ).
  *
  * - An operation without an answer may take effect at any instant after it was asked, up to
  *   the next crash (the process that had it died), or never.
@@ -188,46 +190,53 @@ export function apply(name: string, s: State, o: Op): State[] {
   }
   const out: State[] = [];
   for (const mode of modes) {
-    const a = decideClaim(name, mode.a, o.command, mode.from);
-    const b = decideClaim(name, mode.b, o.command, mode.to);
+    // The outcome can depend on the instant itself (a same-owner acquire at the very
+    // millisecond of the last heartbeat changes nothing): decide at both ends, just after
+    // the start and at the heartbeat, and keep every distinct outcome.
+    const heartbeat = mode.a?.lastHeartbeatMs ?? mode.from;
+    const instants = [...new Set([mode.from, mode.from + 1, heartbeat, mode.to])].filter(
+      (t) => t >= mode.from && t <= mode.to,
+    );
+    const steps = instants.map((t) => decideClaim(name, t <= mode.dlLo ? mode.a : mode.b, o.command, t));
     const result = o.op.result;
     if (result.type === "ok") {
       const answer = o.answer!;
-      // A same-owner acquire that extends nothing is not a change (no version bump).
-      const candidates = [a];
-      if (o.command.kind === "acquire" && mode.a?.reason === "renewed" && a.result.ok) {
-        candidates.push({ ...a, next: mode.a, changed: false, result: { ok: true, claim: mode.a } });
-      }
-      for (const c of candidates) {
-        if (!c.result.ok || logicalKey(c.result.claim) !== logicalKey(answer)) continue;
+      if (steps.some((c) => c.result.ok && logicalKey(c.result.claim) === logicalKey(answer))) {
         out.push({ record: answer, expLo: answer.expiresAtMs, expHi: answer.expiresAtMs, nowLo: mode.from });
       }
-    } else if (result.type === "error") {
-      if (a.result.ok || a.result.refusal.code !== result.code) continue;
-      out.push(carry(s, a.next, b.next, mode));
-    } else {
-      out.push(carry(s, a.next, b.next, mode));
+      continue;
+    }
+    const matching =
+      result.type === "error" ? steps.filter((c) => !c.result.ok && c.result.refusal.code === result.code) : steps;
+    for (const group of groupBy(matching, (c) => logicalKey(c.next)).values()) {
+      out.push(
+        carry(
+          s,
+          group.map((c) => c.next),
+          mode,
+        ),
+      );
     }
   }
   return out;
 }
 
 /**
- * The state after an unanswered or refused step. Unchanged: the mode's deadline interval.
- * Changed: the deadline lies between what the early and the late end of the window give.
+ * The state after an unanswered or refused step, from the records the instants tried gave
+ * (one outcome). Unchanged: the mode's deadline interval. Changed: the deadline lies
+ * between the earliest and the latest of theirs.
  */
 function carry(
   s: State,
-  a: ClaimRecord | undefined,
-  b: ClaimRecord | undefined,
+  nexts: (ClaimRecord | undefined)[],
   mode: { from: number; dlLo: number; dlHi: number },
 ): State {
   const nowLo = mode.from;
+  const a = nexts[0];
   if (a === undefined) return { record: a, expLo: 0, expHi: 0, nowLo };
   if (a.version === s.record?.version) return { record: a, expLo: mode.dlLo, expHi: mode.dlHi, nowLo };
-  const x = a.expiresAtMs;
-  const y = b?.expiresAtMs ?? x;
-  return { record: a, expLo: Math.min(x, y), expHi: Math.max(x, y), nowLo };
+  const deadlines = nexts.map((n) => n?.expiresAtMs ?? a.expiresAtMs);
+  return { record: a, expLo: Math.min(...deadlines), expHi: Math.max(...deadlines), nowLo };
 }
 
 class GiveUp extends Error {}

@@ -75,3 +75,18 @@ describe("linearizability checker", () => {
     expect(checkLinearizability(history).violations).toHaveLength(1);
   });
 });
+
+describe("linearizability checker, instants", () => {
+  it("tries the instant after the heartbeat: a same-owner acquire there is a change", () => {
+    const renewed = (version: string, heartbeat: number) => ({
+      claim: { ...owned("g1", "1", version, 0, 2000), lastHeartbeatMs: heartbeat, reason: "renewed" },
+    });
+    const history = [
+      op("acquire", "c", acquire("g1", "a"), 0, 10, ok({ claim: owned("g1", "1", "1", 0, 2000) })),
+      // Both answered within the same few milliseconds; the second one bumped the version.
+      op("acquire", "c", { ...acquire("g1", "b"), ttlMs: 200 }, 20, 40, ok(renewed("2", 30))),
+      op("acquire", "c", { ...acquire("g1", "c"), ttlMs: 300 }, 25, 45, ok(renewed("3", 35))),
+    ];
+    expect(checkLinearizability(history).violations).toEqual([]);
+  });
+});
