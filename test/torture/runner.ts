@@ -6,9 +6,10 @@
  * Guarantees:
  * - Every client and watcher choice and the fault schedule come from forks of one seeded
  *   generator, so a seed reproduces the schedule (not the interleaving).
- * - When it resolves, nothing it started is running and every operation is in the history.
+ * - When it resolves, nothing it started is running, every operation is in the history and
+ *   the server's state directory is removed.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../e2e/server.ts";
@@ -111,6 +112,8 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
   } finally {
     await server.stop();
     await history.close();
+    // The history, not the state, is what reproduces a verdict (--check).
+    rmSync(stateDir, { recursive: true, force: true });
   }
   return figures;
 }
