@@ -1,0 +1,91 @@
+/**
+ * `npm run torture -- [--duration-s 60] [--clients 8] [--seed N] [--history FILE]
+ *   [--fault-every-s 6] [--crash-share 0.6] [--timeout-ms 1500]`
+ * `npm run torture -- --check FILE`
+ *
+ * Runs the torture test (runner.ts) against the server as `npm start` runs it, or re-checks
+ * a saved history, then runs every checker (check/index.ts) and prints, last,
+ * `ops N, crashes C, pauses P, ambiguous A, violations V`. Exit status 1 when V > 0, 2 for
+ * bad arguments. The seed (printed first; random when not given) reproduces the run's
+ * schedule: its operations, arguments and faults. SIGINT or SIGTERM ends a run early (the
+ * server is stopped, the partial history checked).
+ */
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { runChecks } from "./check/index.ts";
+import { figures } from "./check/figures.ts";
+import { readHistory } from "./history.ts";
+import { runTorture } from "./runner.ts";
+
+function usage(message: string): never {
+  console.error(`torture: ${message}`);
+  console.error(
+    "usage: torture [--duration-s 60] [--clients 8] [--seed N] [--history FILE] [--fault-every-s 6] [--crash-share 0.6] [--timeout-ms 1500] | --check FILE",
+  );
+  process.exit(2);
+}
+
+let values: Record<string, string | undefined>;
+try {
+  ({ values } = parseArgs({
+    options: {
+      "duration-s": { type: "string", default: "60" },
+      clients: { type: "string", default: "8" },
+      seed: { type: "string" },
+      history: { type: "string" },
+      "fault-every-s": { type: "string", default: "6" },
+      "crash-share": { type: "string", default: "0.6" },
+      "timeout-ms": { type: "string", default: "1500" },
+      check: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  }));
+} catch (err) {
+  usage(err instanceof Error ? err.message : String(err));
+}
+
+function number(name: string, min: number, max: number): number {
+  const value = Number(values[name]);
+  if (!Number.isFinite(value) || value < min || value > max) usage(`--${name} must be a number in ${min}..${max}`);
+  return value;
+}
+
+const log = (line: string): void => {
+  process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+};
+
+let historyPath: string;
+if (values["check"] !== undefined) {
+  historyPath = values["check"];
+} else {
+  const seed = values["seed"] === undefined ? Math.floor(Math.random() * 2 ** 31) : number("seed", 0, 2 ** 32 - 1);
+  historyPath = values["history"] ?? join(tmpdir(), `shiftlock-torture-${seed}-${Date.now()}.jsonl`);
+  log(`seed ${seed}`);
+  // SIGINT/SIGTERM end the run early: the server is stopped and the partial history checked.
+  const interrupt = new AbortController();
+  process.once("SIGINT", () => interrupt.abort());
+  process.once("SIGTERM", () => interrupt.abort());
+  await runTorture({
+    signal: interrupt.signal,
+    durationS: number("duration-s", 1, 24 * 3600),
+    clients: Math.floor(number("clients", 1, 1_000)),
+    seed,
+    historyPath,
+    faultEveryMs: number("fault-every-s", 0.5, 3600) * 1_000,
+    crashShare: number("crash-share", 0, 1),
+    timeoutMs: number("timeout-ms", 100, 60_000),
+    log,
+  });
+}
+
+const history = readHistory(historyPath);
+const report = runChecks(history);
+for (const line of report.lines) log(line);
+const f = figures(history);
+log(`history ${historyPath}; refused ${f.refused}`);
+process.stdout.write(
+  `ops ${f.ops}, crashes ${f.crashes}, pauses ${f.pauses}, ambiguous ${f.ambiguous}, violations ${report.violations}\n`,
+);
+process.exit(report.violations > 0 ? 1 : 0);

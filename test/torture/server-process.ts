@@ -1,0 +1,120 @@
+/**
+ * The server under torture: `npm start`'s serving command (test/e2e/server.ts
+ * `startCommand`) on its own port and state directory, spawned as its own process group so
+ * a fault reaches the front and workerd together.
+ *
+ * Guarantees:
+ * - `crash()` is SIGKILL to the whole group and returns once no process of it is left;
+ *   `restart()` starts the same command on the same port and state directory and returns
+ *   once `/healthz` answers.
+ * - `pause()`/`resume()` are SIGSTOP/SIGCONT to the group: the server keeps its sockets but
+ *   answers nothing (and fires no alarm) until resumed.
+ * - `stop()` leaves nothing running (SIGCONT, then SIGKILL to the group).
+ *
+ * Does not: remove the state directory (the caller owns it).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { startCommand } from "../e2e/server.ts";
+
+export class ServerProcess {
+  private child: ChildProcess | undefined;
+  private output = "";
+  readonly url: string;
+
+  constructor(
+    readonly port: number,
+    readonly stateDir: string,
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  /** Start (or restart) the server; resolves once it serves. */
+  async start(timeoutMs = 60_000): Promise<void> {
+    this.output = "";
+    const child = spawn(startCommand(this.port, this.stateDir), {
+      shell: true,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    });
+    this.child = child;
+    child.stdout?.on("data", (d: Buffer) => this.keep(d));
+    child.stderr?.on("data", (d: Buffer) => this.keep(d));
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const res = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+        if (res.ok) return;
+      } catch {
+        // not listening yet
+      }
+      if (child.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`server did not start (exit ${child.exitCode}):\n${this.output}`);
+      }
+      await sleep(100);
+    }
+  }
+
+  /** SIGKILL the process group; resolves once every process of it is gone. */
+  async crash(): Promise<void> {
+    await this.signalAndWait("SIGKILL");
+  }
+
+  pause(): void {
+    this.signal("SIGSTOP");
+  }
+
+  resume(): void {
+    this.signal("SIGCONT");
+  }
+
+  /** Stop for good (a paused group is resumed first so the kill lands). */
+  async stop(): Promise<void> {
+    this.signal("SIGCONT");
+    await this.signalAndWait("SIGKILL");
+  }
+
+  /** The last few KiB of the server's output (for failure reports). */
+  tail(): string {
+    return this.output;
+  }
+
+  private keep(data: Buffer): void {
+    this.output = (this.output + data.toString()).slice(-8_192);
+  }
+
+  private signal(signal: NodeJS.Signals): void {
+    const pid = this.child?.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // the group is already gone
+    }
+  }
+
+  private async signalAndWait(signal: NodeJS.Signals): Promise<void> {
+    const pid = this.child?.pid;
+    if (pid === undefined) return;
+    this.signal(signal);
+    const deadline = Date.now() + 10_000;
+    while (groupAlive(pid)) {
+      if (Date.now() > deadline) throw new Error(`process group ${pid} still alive 10 s after ${signal}`);
+      await sleep(20);
+    }
+    this.child = undefined;
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

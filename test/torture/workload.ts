@@ -1,0 +1,327 @@
+/**
+ * The torture clients: each one loops over random operations on a small key space (a few
+ * claims, generations and scopes) so that clients collide, and records every operation.
+ *
+ * Guarantees:
+ * - Every request is well-formed: refusals come from the rules, not from validation.
+ * - Every claim mutation carries a fresh operationId; an ambiguous one (`unknown`) is
+ *   sometimes retried with the same operationId and body, recorded with `retryOf`.
+ * - Arguments are drawn from what the clients last saw (tokens, owners, lease ids), mostly
+ *   right and sometimes stale, so both successes and refusals happen; ttls are short
+ *   (claims 200–1,500 ms, leases 300–2,000 ms) so expiry happens.
+ *
+ * Does not: wait for anything but its own calls (faults run beside it, see faults.ts).
+ */
+import { CLAIM_MUTATIONS, claimBatch, getClaim } from "../../src/protocol/claim-routes.ts";
+import { getGeneration, registerGeneration, updateGeneration } from "../../src/protocol/generation-routes.ts";
+import { SCOPE_ROUTE_FAMILIES } from "../../src/protocol/scope-routes.ts";
+import type { HistoryWriter, OpRoute, Outcome } from "./history.ts";
+import type { Rng } from "./rng.ts";
+import { perform, type Call } from "./wire.ts";
+
+const SCOPE = SCOPE_ROUTE_FAMILIES.store;
+const GENERATION_STATES = ["standby", "preparing", "active", "draining", "transferring", "retired", "failed"];
+const CLAIM_VERBS = ["acquire", "renew", "release", "prepare", "commit", "abort"] as const;
+type ClaimVerb = (typeof CLAIM_VERBS)[number];
+
+/** The key space every client draws from. */
+export interface KeySpace {
+  namespace: string;
+  claims: string[];
+  generations: string[];
+  /** `volume/store`. */
+  scopes: string[];
+}
+
+/** The key space for `clients` clients: about four clients per claim, so they collide. */
+export function keySpace(namespace: string, clients: number): KeySpace {
+  const count = (n: number): number => Math.max(2, Math.ceil(clients / n));
+  return {
+    namespace,
+    claims: Array.from({ length: count(4) }, (_, i) => `c${i}`),
+    generations: Array.from({ length: Math.min(8, count(3) + 2) }, (_, i) => `g${i}`),
+    scopes: Array.from({ length: count(12) }, (_, i) => `v/s${i}`),
+  };
+}
+
+/** What clients last saw, shared (as if they gossiped): where arguments come from. */
+export class Knowledge {
+  readonly claims = new Map<string, { owner: string; token: string; pending: string }>();
+  readonly leases = new Map<string, string[]>();
+  readonly generations = new Map<string, string>();
+  /** Registry rounds: generations end in final states, so fresh ids appear every 300 calls. */
+  private registryCalls = 0;
+
+  /** A registry generation id: `g<i>.<round>`. */
+  registryId(base: string): string {
+    return `${base}.${Math.floor(this.registryCalls++ / 300)}`;
+  }
+
+  learnClaim(body: unknown): void {
+    const claim = (
+      body as { claim?: { name: string; ownerGeneration: string; fencingToken: string; pendingSuccessor: string } }
+    )?.claim;
+    if (claim === undefined || claim === null) return;
+    this.claims.set(claim.name, {
+      owner: claim.ownerGeneration,
+      token: claim.fencingToken,
+      pending: claim.pendingSuccessor,
+    });
+  }
+}
+
+export interface ClientContext {
+  id: number;
+  rng: Rng;
+  baseUrl: () => string;
+  history: HistoryWriter;
+  keys: KeySpace;
+  knowledge: Knowledge;
+  /** Client-side timeout of one call (ms). */
+  timeoutMs: number;
+  stopped: () => boolean;
+  /** Called once per recorded operation. */
+  onOp: (outcome: Outcome) => void;
+}
+
+/** Run one client until `stopped()`. */
+export async function runClient(ctx: ClientContext): Promise<void> {
+  let opSeq = 0;
+  const opId = (): string => `op-${ctx.id}-${opSeq++}`;
+  while (!ctx.stopped()) {
+    await step(ctx, opId);
+    await new Promise((r) => setTimeout(r, ctx.rng.int(0, 20)));
+  }
+}
+
+async function step(ctx: ClientContext, opId: () => string): Promise<void> {
+  const { rng } = ctx;
+  const roll = rng.next();
+  if (roll < 0.5) return claimMutation(ctx, rng.pick(CLAIM_VERBS), rng.pick(ctx.keys.claims), opId);
+  if (roll < 0.56) return claimRead(ctx);
+  if (roll < 0.62) return batch(ctx, opId);
+  if (roll < 0.68) return generation(ctx);
+  return coord(ctx);
+}
+
+/** Record one call. Returns the outcome. */
+async function record(
+  ctx: ClientContext,
+  route: OpRoute,
+  target: string,
+  call: Call,
+  extra: { leaseId?: string; retryOf?: number; timeoutMs?: number } = {},
+): Promise<{ id: number; outcome: Outcome }> {
+  const id = ctx.history.newId();
+  const invokeMs = Date.now();
+  const outcome = await perform(ctx.baseUrl(), call, extra.timeoutMs ?? ctx.timeoutMs);
+  ctx.history.write({
+    t: "op",
+    id,
+    client: ctx.id,
+    route,
+    target,
+    ...(extra.leaseId === undefined ? {} : { leaseId: extra.leaseId }),
+    request: call.body,
+    invokeMs,
+    completeMs: Date.now(),
+    outcome,
+    ...(extra.retryOf === undefined ? {} : { retryOf: extra.retryOf }),
+  });
+  ctx.onOp(outcome);
+  // Nobody listens (the server is restarting): do not spin, it slows the restart down.
+  if (outcome.type === "error" && outcome.code === "unavailable") await new Promise((r) => setTimeout(r, 500));
+  return { id, outcome };
+}
+
+/** A request body for claim mutation `verb`, from what the clients know. */
+function claimBody(ctx: ClientContext, verb: ClaimVerb, claim: string, operationId: string): Record<string, unknown> {
+  const { rng, keys } = ctx;
+  const known = ctx.knowledge.claims.get(claim) ?? { owner: "", token: "0", pending: "" };
+  const gen = (): string => (known.owner !== "" && rng.chance(0.75) ? known.owner : rng.pick(keys.generations));
+  const token = (): string =>
+    rng.chance(0.85) || known.token === "0" ? known.token : String(BigInt(known.token) - 1n);
+  const ttlMs = rng.int(200, 1_500);
+  const other = (from: string): string => {
+    const to =
+      known.pending !== "" && known.pending !== from && rng.chance(0.7) ? known.pending : rng.pick(keys.generations);
+    return to === from ? `${from}x` : to;
+  };
+  switch (verb) {
+    case "acquire":
+      return {
+        generationId: rng.chance(0.3) && known.owner !== "" ? known.owner : rng.pick(keys.generations),
+        ttlMs,
+        ...(rng.chance(0.1) ? { allowEmptyOnly: true } : {}),
+        operationId,
+      };
+    case "renew":
+      return { generationId: gen(), token: token(), ttlMs, operationId };
+    case "release":
+      return { generationId: gen(), token: token(), operationId };
+    case "prepare": {
+      const from = gen();
+      return { fromGeneration: from, toGeneration: other(from), token: token(), ttlMs, operationId };
+    }
+    case "commit": {
+      const from = gen();
+      return { fromGeneration: from, toGeneration: other(from), expectedToken: token(), ttlMs, operationId };
+    }
+    case "abort": {
+      const from = gen();
+      return { fromGeneration: from, toGeneration: other(from), expectedToken: token(), operationId };
+    }
+  }
+}
+
+async function claimMutation(ctx: ClientContext, verb: ClaimVerb, claim: string, opId: () => string): Promise<void> {
+  const body = claimBody(ctx, verb, claim, opId());
+  const call: Call = {
+    method: "POST",
+    path: CLAIM_MUTATIONS[verb].path,
+    params: { ns: ctx.keys.namespace, claim },
+    body,
+  };
+  const answered = await record(ctx, verb, claim, call);
+  const first = answered.id;
+  let outcome = answered.outcome;
+  // An ambiguous mutation is sometimes retried with the same operationId (at most twice).
+  for (let attempt = 0; outcome.type === "unknown" && attempt < 2 && ctx.rng.chance(0.6); attempt++) {
+    if (ctx.stopped()) return;
+    await new Promise((r) => setTimeout(r, ctx.rng.int(50, 500)));
+    ({ outcome } = await record(ctx, verb, claim, call, { retryOf: first }));
+  }
+  if (outcome.type === "ok") ctx.knowledge.learnClaim(outcome.body);
+  if (outcome.type === "error")
+    ctx.knowledge.learnClaim(outcome.body === null ? undefined : (outcome.body as { error?: unknown }).error);
+}
+
+async function claimRead(ctx: ClientContext): Promise<void> {
+  const claim = ctx.rng.pick(ctx.keys.claims);
+  const { outcome } = await record(ctx, "get", claim, {
+    method: "GET",
+    path: getClaim.path,
+    params: { ns: ctx.keys.namespace, claim },
+  });
+  if (outcome.type === "ok") ctx.knowledge.learnClaim(outcome.body);
+}
+
+async function batch(ctx: ClientContext, opId: () => string): Promise<void> {
+  const { rng } = ctx;
+  const claims = [...ctx.keys.claims]
+    .sort(() => rng.next() - 0.5)
+    .slice(0, rng.int(2, Math.min(4, ctx.keys.claims.length)));
+  const ops = claims.map((claim) => {
+    const verb = rng.pick(CLAIM_VERBS);
+    return { op: verb, claim, ...claimBody(ctx, verb, claim, opId()) };
+  });
+  const { outcome } = await record(ctx, "batch", "", {
+    method: "POST",
+    path: claimBatch.path,
+    params: { ns: ctx.keys.namespace },
+    body: { ops },
+  });
+  if (outcome.type !== "ok") return;
+  for (const result of (outcome.body as { results: { status: number; body: unknown }[] }).results) {
+    if (result.status === 200) ctx.knowledge.learnClaim(result.body);
+  }
+}
+
+async function generation(ctx: ClientContext): Promise<void> {
+  const { rng } = ctx;
+  const id = ctx.knowledge.registryId(rng.pick(ctx.keys.generations));
+  const ns = ctx.keys.namespace;
+  const roll = rng.next();
+  if (roll < 0.35) {
+    await record(ctx, "registerGeneration", id, {
+      method: "POST",
+      path: registerGeneration.path,
+      params: { ns },
+      body: { id, service: "torture", instanceId: rng.chance(0.05) ? "intruder" : `i-${id}` },
+    });
+  } else if (roll < 0.75) {
+    await record(ctx, "updateGeneration", id, {
+      method: "PATCH",
+      path: updateGeneration.path,
+      params: { ns, id },
+      body: { state: rng.pick(GENERATION_STATES), reason: `client ${ctx.id}` },
+    });
+  } else {
+    await record(ctx, "getGeneration", id, { method: "GET", path: getGeneration.path, params: { ns, id } });
+  }
+}
+
+async function coord(ctx: ClientContext): Promise<void> {
+  const { rng } = ctx;
+  const scope = rng.pick(ctx.keys.scopes);
+  const [volumeId = "", objectStoreId = ""] = scope.split("/");
+  const params = { ns: ctx.keys.namespace, volumeId, objectStoreId };
+  const held = ctx.knowledge.leases.get(scope) ?? [];
+  const leaseId = held.length > 0 && rng.chance(0.9) ? rng.pick(held) : `unknown-${rng.int(0, 9)}`;
+  const roll = rng.next();
+  if (roll < 0.3) {
+    const wait = rng.chance(0.4);
+    const waitMs = rng.int(200, 1_500);
+    const body = {
+      participantId: `p${ctx.id}`,
+      ttlMs: rng.int(300, 2_000),
+      ...(wait ? { waitMs, waiterId: `w-${ctx.id}-${ctx.history.newId()}` } : {}),
+    };
+    const { outcome } = await record(
+      ctx,
+      wait ? "leaseWait" : "leaseTry",
+      scope,
+      { method: "POST", path: SCOPE.acquire.path, params, body },
+      { timeoutMs: ctx.timeoutMs + (wait ? waitMs : 0) },
+    );
+    if (outcome.type === "ok") {
+      const granted = (outcome.body as { lease: { leaseId: string } }).lease.leaseId;
+      ctx.knowledge.leases.set(scope, [...held, granted].slice(-4));
+    }
+  } else if (roll < 0.5) {
+    await record(
+      ctx,
+      "keepalive",
+      scope,
+      {
+        method: "POST",
+        path: SCOPE.keepalive.path,
+        params: { ...params, leaseId },
+        body: { ttlMs: rng.int(300, 2_000) },
+      },
+      { leaseId },
+    );
+  } else if (roll < 0.75) {
+    const current = ctx.knowledge.generations.get(scope);
+    const body = {
+      ...(current !== undefined && rng.chance(0.5) ? { expectedGeneration: current } : {}),
+      ...(current !== undefined && rng.chance(0.1) ? { generation: String(BigInt(current) + 3n) } : {}),
+      ...(rng.chance(0.8) ? { root: { by: ctx.id, n: ctx.history.newId() } } : {}),
+    };
+    const { outcome } = await record(
+      ctx,
+      "publish",
+      scope,
+      { method: "POST", path: SCOPE.publish.path, params: { ...params, leaseId }, body },
+      { leaseId },
+    );
+    if (outcome.type === "ok")
+      ctx.knowledge.generations.set(scope, (outcome.body as { generation: string }).generation);
+  } else if (roll < 0.87) {
+    await record(
+      ctx,
+      "leaseRelease",
+      scope,
+      { method: "DELETE", path: SCOPE.release.path, params: { ...params, leaseId } },
+      { leaseId },
+    );
+    ctx.knowledge.leases.set(
+      scope,
+      held.filter((l) => l !== leaseId),
+    );
+  } else {
+    const { outcome } = await record(ctx, "snapshot", scope, { method: "GET", path: SCOPE.snapshot.path, params });
+    if (outcome.type === "ok")
+      ctx.knowledge.generations.set(scope, (outcome.body as { generation: string }).generation);
+  }
+}
