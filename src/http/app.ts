@@ -21,6 +21,7 @@ import { mountClaimRoutes } from "./claims.ts";
 import { cors } from "./cors.ts";
 import { mountCoordRoutes } from "./coord.ts";
 import { mountGenerationRoutes } from "./generations.ts";
+import { mountListingRoutes } from "./listing.ts";
 import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
 
@@ -74,3 +75,4 @@ app.use("/v1/*", async (c, next) => {
 mountClaimRoutes(app);
 mountGenerationRoutes(app);
 mountCoordRoutes(app);
+mountListingRoutes(app);
