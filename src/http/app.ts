@@ -24,11 +24,18 @@ import { mountGenerationRoutes } from "./generations.ts";
 import { mountListingRoutes } from "./listing.ts";
 import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
+import { logRequest } from "./request-log.ts";
 
 export const app = new Hono<AppEnv>();
 
 app.onError((err, c) => {
-  if (err instanceof ShiftlockError) return send(c, errorAnswer(err));
+  if (err instanceof ShiftlockError) {
+    // Refused before any route ran (authentication, unknown route): still one log line.
+    const answer = errorAnswer(err);
+    const ns = /^\/v1\/ns\/([^/]*)\//.exec(new URL(c.req.url).pathname)?.[1];
+    logRequest({ namespace: safeDecode(ns ?? ""), kind: "", name: "" }, `${c.req.method} (no route)`, answer, 0);
+    return send(c, answer);
+  }
   console.error("unhandled error", err);
   return send(c, errorAnswer(new ShiftlockError("internal")));
 });
