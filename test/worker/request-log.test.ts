@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- log lines are inspected loosely. */
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return -- log lines are inspected loosely. */
 // Logs and metrics (docs/operations.md): one JSON line per mutation and per refused request,
 // written once by the router's mount pipeline, captured here from console.log; counters to an
 // Analytics Engine binding when one is configured (a fake dataset object stands in for it).
