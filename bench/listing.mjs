@@ -19,12 +19,13 @@ import { claimCycles } from "./throughput.mjs";
 import { summarize } from "./stats.mjs";
 import { parseDecimal, parseInteger, parseOptions, parseOrExit, UsageError } from "../src/cli/options.mjs";
 
-const USAGE = "usage: node bench/listing.mjs [--duration=5] [--rounds=2] [--clients=1,8]";
+const USAGE = "usage: node bench/listing.mjs [--duration=5] [--rounds=2] [--clients=1,8] [--help]\n";
 const options = parseOrExit("bench/listing", USAGE, () => {
   const { values } = parseOptions(process.argv.slice(2), {
     duration: { type: "string" },
     rounds: { type: "string" },
     clients: { type: "string" },
+    help: { type: "boolean", short: "h" },
   });
   const clients = (values.clients ?? "1,8").split(",").map((c) => parseInteger("--clients", c, { min: 1, max: 64 }));
   if (clients.some((c) => c === undefined)) throw new UsageError("--clients must be a list of integers");
@@ -32,6 +33,7 @@ const options = parseOrExit("bench/listing", USAGE, () => {
     durationMs: (parseDecimal("--duration", values.duration, { min: 0.5, max: 600, unit: "seconds" }) ?? 5) * 1000,
     rounds: parseInteger("--rounds", values.rounds, { min: 1, max: 10 }) ?? 2,
     clients: /** @type {number[]} */ (clients),
+    help: values.help === true,
   };
 });
 
@@ -56,7 +58,8 @@ async function lagSamples(url, ns) {
     const started = performance.now();
     for (;;) {
       const page = await client.call("GET", `${url}/v1/ns/${ns}/claims?prefix=${name}&limit=1`);
-      if (page.body.claims.some((/** @type {{name: string}} */ c) => c.name === name)) break;
+      const listed = /** @type {{ claims: { name: string }[] }} */ (page.body).claims;
+      if (listed.some((c) => c.name === name)) break;
       if (performance.now() - started > 10_000) throw new Error("never listed");
       await new Promise((r) => setTimeout(r, 5));
     }

@@ -7,21 +7,23 @@
  *   (`index_outbox`, id 1): the object's latest listing entry and a sequence number that
  *   grows by one per commit. The entry therefore commits with the mutation or not at all.
  * - Delivery never sits on the mutation's path: {@link IndexOutbox.kick} starts it after
- *   the commit and nobody awaits it but the runtime (`waitUntil`). Deliveries coalesce: while
- *   one is in flight, further commits only mark the outbox dirty, and one more delivery then
- *   carries the latest entry (intermediate states are skipped; the index needs only the last).
+ *   the commit and nobody awaits it but the runtime (`waitUntil`). Deliveries coalesce: a
+ *   kicked delivery waits {@link COALESCE_MS} for more commits, and while one is in flight,
+ *   further commits only mark the outbox dirty, and one more delivery then carries the latest
+ *   entry (intermediate states are skipped; the index needs only the last).
  * - A failed delivery is retried from the object's one alarm ({@link AlarmSchedule}: only
  *   ever moved earlier), with backoff from {@link RETRY_FIRST_MS} to {@link RETRY_MAX_MS}.
- *   An instance that starts with an undelivered row delivers it at once, and so does every
- *   alarm, so a crash between commit and delivery costs lag until the object next wakes
- *   (its next request, its expiry alarm, or the index's reconciliation; docs/listing.md).
+ *   What was delivered is remembered in memory only (no commit per delivery): an instance
+ *   that starts with a row sends it once (the index ignores a seq it holds), and so does
+ *   every alarm, so a crash between commit and delivery costs lag until the object next
+ *   wakes (its next request, its expiry alarm, or the index's reconciliation; docs/listing.md).
  * - Counters (acquires, refusals by code, expiries, …) are kept in memory and travel with the
  *   next delivery; a crash loses the increments not yet delivered (they are statistics).
  * - `LISTING_INDEX = "off"` disables staging and delivery entirely (the bench's switch).
  *
  * Does not: make the index exact. The objects are the truth; the index may lag them.
  */
-import type { Clock } from "../core/clock.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
 import { objectName } from "../http/object-names.ts";
 import type { CounterDeltas, IndexDelivery, IndexEntry } from "../listing/delivery.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
@@ -31,9 +33,15 @@ import { writeCounter } from "./metrics.ts";
 export const OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS index_outbox (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   seq INTEGER NOT NULL,
-  delivered_seq INTEGER NOT NULL,
   entry TEXT NOT NULL
 )`;
+
+/**
+ * How long a kicked delivery waits for more commits to coalesce with. Without it every commit
+ * of a busy object costs a delivery and an acknowledging commit (an fsync) of its own; with it
+ * a busy object delivers at most ~5 times a second and the lag grows by at most this much.
+ */
+export const COALESCE_MS = 200;
 
 /** First retry delay after a failed delivery. */
 export const RETRY_FIRST_MS = 250;
@@ -68,6 +76,8 @@ export class IndexOutbox {
   private inFlight: Promise<void> | undefined;
   private dirty = false;
   private retryMs = RETRY_FIRST_MS;
+  /** The highest seq this instance delivered (0 at start-up: the row is sent once). */
+  private deliveredSeq = 0;
   /** The table exists (created by the store's migrations, so known only after a write or a start-up read). */
   private hasRow: boolean | undefined;
 
@@ -87,7 +97,7 @@ export class IndexOutbox {
   stage(entry: IndexEntry): void {
     if (!this.enabled) return;
     this.ctx.storage.sql.exec(
-      `INSERT INTO index_outbox (id, seq, delivered_seq, entry) VALUES (1, 1, 0, ?)
+      `INSERT INTO index_outbox (id, seq, entry) VALUES (1, 1, ?)
        ON CONFLICT (id) DO UPDATE SET seq = seq + 1, entry = excluded.entry`,
       JSON.stringify(entry),
     );
@@ -119,17 +129,17 @@ export class IndexOutbox {
    */
   kick(): void {
     // The delivery is the runtime's (`waitUntil` in start) and never rejects.
-    void this.start();
+    void this.start(COALESCE_MS);
   }
 
   /** {@link kick}, returning the delivery in flight (undefined when none can run). */
-  private start(): Promise<void> | undefined {
+  private start(delayMs: number): Promise<void> | undefined {
     if (!this.enabled || this.paused) return undefined;
     if (this.inFlight !== undefined) {
       this.dirty = true;
       return this.inFlight;
     }
-    const run = this.drain();
+    const run = this.drain(delayMs);
     this.inFlight = run;
     this.ctx.waitUntil(run);
     return run;
@@ -140,12 +150,15 @@ export class IndexOutbox {
     if (!this.enabled) return;
     // A delivery in flight may have read the row before the latest commit: wait, then go again.
     if (this.inFlight !== undefined) await this.inFlight;
-    await this.start();
+    await this.start(0);
   }
 
   /** Deliver until nothing new was committed meanwhile. Never rejects. */
-  private async drain(): Promise<void> {
+  private async drain(delayMs: number): Promise<void> {
     try {
+      // Commits within the window share one delivery (and one acknowledging commit). A real
+      // timer on purpose: the window is a cost control, not a deadline of the object's clock.
+      if (delayMs > 0) await systemClock.sleep(delayMs);
       do {
         this.dirty = false;
         await this.deliverOnce();
@@ -157,12 +170,10 @@ export class IndexOutbox {
 
   private undelivered(): { seq: number; entry: string } | undefined {
     if (this.hasRow === false) return undefined;
-    let row: { seq: number; delivered_seq: number; entry: string } | undefined;
+    let row: { seq: number; entry: string } | undefined;
     try {
       row = this.ctx.storage.sql
-        .exec<{ seq: number; delivered_seq: number; entry: string }>(
-          "SELECT seq, delivered_seq, entry FROM index_outbox WHERE id = 1",
-        )
+        .exec<{ seq: number; entry: string }>("SELECT seq, entry FROM index_outbox WHERE id = 1")
         .toArray()[0];
     } catch {
       // No table yet: a lazy store that was never written.
@@ -170,7 +181,7 @@ export class IndexOutbox {
       return undefined;
     }
     this.hasRow = row !== undefined;
-    return row === undefined || row.delivered_seq >= row.seq ? undefined : { seq: row.seq, entry: row.entry };
+    return row === undefined || this.deliveredSeq >= row.seq ? undefined : row;
   }
 
   private async deliverOnce(): Promise<void> {
@@ -192,15 +203,8 @@ export class IndexOutbox {
       return;
     }
     this.retryMs = RETRY_FIRST_MS;
-    if (row !== undefined) {
-      // One statement, one commit of its own: the entry reached the index.
-      this.ctx.storage.transactionSync(() =>
-        this.ctx.storage.sql.exec(
-          "UPDATE index_outbox SET delivered_seq = ? WHERE id = 1 AND delivered_seq < ?",
-          row.seq,
-          row.seq,
-        ),
-      );
-    }
+    // Remembered in memory only: a new instance re-sends its row once (the index ignores a
+    // seq it already holds), which costs less than a commit per delivery.
+    if (row !== undefined) this.deliveredSeq = Math.max(this.deliveredSeq, row.seq);
   }
 }

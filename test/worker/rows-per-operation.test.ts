@@ -6,7 +6,8 @@
 // Every mutation also writes the listing index's outbox row (durable/index-outbox.ts) in its
 // one transaction: +1 row read (the upsert's conflict check) and +1 row written. Delivery to
 // the index is measured on its own ("index delivery": after the commit, off the mutation's
-// path); the metered mutations run with delivery held back so the figures stay exact.
+// path: one row read, no commit); the metered mutations run with delivery held back so the
+// figures stay exact.
 //
 // Also checked for every mutation: exactly one `transactionSync` (the one commit of the
 // five steps), no row written outside it, and no key-value write. Figures are exact: the
@@ -121,7 +122,7 @@ describe("rows per claim operation", () => {
       release: [4, 3, 1, 0],
       "acquire with operationId": [7, 6, 1, 0],
       "acquire replayed by operationId": [1, 0, 0, 0],
-      "index delivery (after the commit)": [2, 1, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
@@ -140,7 +141,7 @@ describe("rows per claim operation", () => {
       release: [8, 5, 1, 0],
       "acquire with operationId": [11, 8, 1, 0],
       "acquire replayed by operationId": [1, 0, 0, 0],
-      "index delivery (after the commit)": [2, 1, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
@@ -197,7 +198,7 @@ describe("rows per generation operation", () => {
       "register (new)": [4, 10, 1, 1],
       "register (again)": [1, 0, 0, 0],
       state: [3, 2, 1, 0],
-      "index delivery (after the commit)": [2, 1, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
       get: [1, 0, 0, 0],
     });
   });
@@ -251,7 +252,7 @@ describe("rows per coord operation", () => {
       publish: [7, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
       release: [4, 2, 1, 0],
-      "index delivery (after the commit)": [2, 1, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     expect(await coordTable(stub, scope)).toEqual({
       acquire: [4, 2, 1, 0],
@@ -259,7 +260,7 @@ describe("rows per coord operation", () => {
       publish: [7, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
       release: [4, 2, 1, 0],
-      "index delivery (after the commit)": [2, 1, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
@@ -278,7 +279,7 @@ describe("rows per coord operation", () => {
       publish: [9, 5, 1, 0],
       snapshot: [0, 0, 0, 0],
       release: [4, 2, 1, 0],
-      "index delivery (after the commit)": [2, 1, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
