@@ -4,7 +4,9 @@
 // The 10,000-claim test seeds the index object directly (creating 10,000 claim objects
 // through the router takes minutes on the shared test machine); every other test feeds the
 // index through real claim, generation and scope objects.
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import { restartObject } from "./object-helpers.ts";
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { NamespaceIndex } from "../../src/listing/index-object.ts";
@@ -242,5 +244,44 @@ describe("listing generations and scopes, and stats", () => {
     expect(stats.body.lastHour).toEqual(stats.body.lastMinute);
     expect(stats.body.claimsByPhase).toEqual({ unowned: 0, owned: 2, reserved: 0, draining: 0 });
     for (const name of ["x", "y"]) await runInDurableObject(claimStub(ns, name), (_o, s) => s.storage.deleteAlarm());
+  });
+});
+
+describe("what a crash between commit and delivery costs", () => {
+  const acquire = (generationId: string) => ({ route: "acquire" as const, body: { generationId, ttlMs: TTL_MS } });
+
+  it("an entry committed but never delivered is delivered when the object next starts", async () => {
+    const ns = unique("ns");
+    await runInDurableObject(claimStub(ns, "lost"), async (o: ClaimObject) => {
+      o.outbox.paused = true; // the instance "dies" before delivering
+      expect((await o.command("lost", acquire("g1"))).status).toBe(200);
+    });
+    await restartObject(claimStub(ns, "lost"));
+    expect((await get(listUrl(ns, "claims"), READ)).body.claims).toEqual([]);
+    // Its next wake-up (any request, or its expiry alarm) starts the new instance, which sends the row.
+    await runInDurableObject(claimStub(ns, "lost"), (o: ClaimObject) => o.flushIndex());
+    const listed = (await get(listUrl(ns, "claims"), READ)).body.claims;
+    expect(listed.map((c: any) => [c.name, c.ownerGeneration])).toEqual([["lost", "g1"]]);
+    await runInDurableObject(claimStub(ns, "lost"), (_o, st) => st.storage.deleteAlarm());
+  });
+
+  it("the index's reconciliation pass repairs a listed object whose later change was lost", async () => {
+    const ns = unique("ns");
+    await runInDurableObject(claimStub(ns, "stale"), async (o: ClaimObject) => {
+      expect((await o.command("stale", acquire("g1"))).status).toBe(200);
+      await o.flushIndex(); // listed as owned by g1
+      o.outbox.paused = true;
+      expect((await o.command("stale", { route: "release", body: { generationId: "g1", token: 1n } })).status).toBe(
+        200,
+      );
+    });
+    await restartObject(claimStub(ns, "stale"));
+    expect((await get(listUrl(ns, "claims"), READ)).body.claims[0].phase).toBe("owned");
+    // Nobody touches the claim; the index's alarm (armed by the first delivery) reconciles it.
+    expect(await runDurableObjectAlarm(indexStub(ns))).toBe(true);
+    const listed = (await get(listUrl(ns, "claims"), READ)).body.claims;
+    expect(listed.map((c: any) => [c.name, c.phase])).toEqual([["stale", "unowned"]]);
+    await runInDurableObject(claimStub(ns, "stale"), (_o, st) => st.storage.deleteAlarm());
+    await runInDurableObject(indexStub(ns), (_o, st) => st.storage.deleteAlarm());
   });
 });
