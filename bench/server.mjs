@@ -219,7 +219,8 @@ export const SERVER_DESCRIPTIONS = {
 /**
  * Start a server of `kind` on a free port with a fresh temporary state directory.
  * @param {import("./options.mjs").ServerKind} [kind]
- * @param {{ inspectorPort?: number }} [extra] `inspectorPort`: also open workerd's V8
+ * @param {{ inspectorPort?: number, listingIndex?: "on" | "off" }} [extra] `listingIndex`: npm start's
+ *   `--listing-index`; `inspectorPort`: also open workerd's V8
  *   inspector there (`npm start`'s `--inspector-port`; npm-start only)
  * @returns {Promise<RunningServer>}
  */
@@ -228,7 +229,9 @@ export async function startServer(kind = "npm-start", extra = {}) {
   if (kind === "direct" && extra.inspectorPort !== undefined) throw new Error("the inspector needs --server=npm-start");
   const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-state-"));
   const port = await freePort();
-  const inspector = extra.inspectorPort === undefined ? "" : ` --inspector-port ${extra.inspectorPort}`;
+  const inspector =
+    (extra.inspectorPort === undefined ? "" : ` --inspector-port ${extra.inspectorPort}`) +
+    (extra.listingIndex === undefined ? "" : ` --listing-index ${extra.listingIndex}`);
   const command =
     kind === "direct"
       ? `node --import ./src/cli/register-ts.mjs bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`

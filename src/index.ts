@@ -6,5 +6,6 @@ import { app } from "./http/app.ts";
 export { ClaimObject } from "./claims/claim-object.ts";
 export { GenerationObject } from "./generations/generation-object.ts";
 export { ScopeObject } from "./coord/scope-object.ts";
+export { NamespaceIndex } from "./listing/index-object.ts";
 
 export default app satisfies ExportedHandler<Env>;

@@ -14,9 +14,12 @@
  * - Lazy expiry on every access (mutations, GET and watch), persisted with its `expired`
  *   event; reading a never-created claim answers `claim_not_found` and writes nothing.
  * - The RPC methods return plain {@link WireResponse} data; they throw only on bugs.
+ * - Every commit stages the record for the namespace's listing index in the same transaction;
+ *   delivery follows, never awaited by the mutation (durable/index-outbox.ts).
  *
  * Does not: validate request shapes or authenticate (the router does, before calling).
  */
+import { claimToWire } from "../protocol/claims.ts";
 import type {
   AbortBody,
   AcquireBody,
@@ -97,6 +100,7 @@ export class ClaimObject extends WatchedObject {
     super(ctx, env);
     this.store = new ClaimStore(ctx.storage);
     this.watchers = new ClaimWatchers(ctx, this.store);
+    this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.startUp(() => this.store.open());
   }
 
@@ -115,7 +119,9 @@ export class ClaimObject extends WatchedObject {
     const step = decideClaim(name, current, toCommand(request), nowMs);
     const response = claimResultToResponse(step.result);
     const remember = operationId !== undefined && isRememberedStatus(response.status);
-    this.store.commit(current, step, remember ? { operationId, fingerprint, response, atMs: nowMs } : undefined);
+    const operation = remember ? { operationId, fingerprint, response, atMs: nowMs } : undefined;
+    this.store.commit(current, step, operation, this.stage);
+    this.count(request.route, step, response);
     await this.afterCommit(step);
     return response;
   }
@@ -144,11 +150,13 @@ export class ClaimObject extends WatchedObject {
     const current = this.store.load();
     if (current === undefined) return;
     const step = decideClaim(current.name, current, { kind: "expire" }, this.clock.nowMs());
-    if (step.changed) this.store.commit(current, step, undefined);
+    if (step.changed) this.store.commit(current, step, undefined, this.stage);
+    this.countExpiries(step);
     // Early, late or repeated runs all end here: re-arm for what the record says now.
     const armed = armAlarm(this.alarms, step.next);
     this.watchers.publish(step.events);
-    await armed;
+    // An entry a failed delivery left behind goes now too (the alarm is its retry).
+    await Promise.all([armed, this.outbox.flush()]);
   }
 
   /** Load, checking that the object is addressed under the claim's own name. */
@@ -164,8 +172,31 @@ export class ClaimObject extends WatchedObject {
   private touch(name: string): ClaimStep {
     const current = this.load(name);
     const step = decideClaim(name, current, { kind: "get" }, this.clock.nowMs());
-    if (step.changed) this.store.commit(current, step, undefined);
+    if (step.changed) this.store.commit(current, step, undefined, this.stage);
+    this.countExpiries(step);
     return step;
+  }
+
+  /** Stage the record for the namespace index, inside the commit's transaction. */
+  private readonly stage = (next: ClaimRecord): void => {
+    this.outbox.stage({ kind: "claim", key: next.name, record: claimToWire(next) });
+  };
+
+  /** Count what a mutation did for the namespace's counters (docs/operations.md). */
+  private count(route: ClaimRequest["route"], step: ClaimStep, response: WireResponse): void {
+    this.countExpiries(step);
+    if (response.status === 409) {
+      const code = (response.body as { error?: { code?: string } }).error?.code ?? "conflict";
+      this.outbox.count(`conflict:${code}`);
+    }
+    if (response.status !== 200 || !step.changed) return;
+    if (route === "acquire") this.outbox.count("acquires");
+    else if (route === "transfer/commit") this.outbox.count("transfersCommitted");
+    else if (route === "transfer/abort") this.outbox.count("transfersAborted");
+  }
+
+  private countExpiries(step: ClaimStep): void {
+    this.outbox.count("expiries", step.events.filter((e) => e.reason === "expired").length);
   }
 
   /**
@@ -173,9 +204,15 @@ export class ClaimObject extends WatchedObject {
    * then wait for the alarm call. Both leave in commit order.
    */
   private async afterCommit(step: ClaimStep, publish = true): Promise<void> {
-    if (!step.changed) return;
+    if (!step.changed) {
+      // A refusal may carry counters: delivery starts now and is not awaited.
+      this.outbox.kick();
+      return;
+    }
     const armed = armAlarm(this.alarms, step.next);
     if (publish) this.watchers.publish(step.events);
+    // Delivery to the index starts after the publish (its 4008 closes counted) and is not awaited.
+    this.outbox.kick();
     await armed;
   }
 }

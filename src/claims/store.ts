@@ -3,8 +3,8 @@
  * retained event history and the operation-id replay records.
  *
  * Guarantees:
- * - {@link ClaimStore.commit} writes the record, its events and the operation record in ONE
- *   synchronous transaction: all of them or none.
+ * - {@link ClaimStore.commit} writes the record, its events, the operation record and the
+ *   listing index's outbox row in ONE synchronous transaction: all of them or none.
  * - The fencing token lives in the claim row, which is never deleted. It only moves through
  *   a guarded `UPDATE … WHERE fencing_token = <previous> AND version = <previous>` (the same
  *   statement writes the rest of the record: one row written); a token that would move by
@@ -35,6 +35,7 @@ import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
 import type { WireResponse } from "../core/claim-response.ts";
+import { OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 
 /** Events kept for `afterVersion` replay (SPEC: at least the last 256). */
@@ -71,6 +72,8 @@ const CLAIM_SCHEMA: StoreSchema = {
        body TEXT NOT NULL,
        at_ms INTEGER NOT NULL
      );`,
+    // 2: the listing index's outbox (durable/index-outbox.ts).
+    OUTBOX_MIGRATION,
   ],
 };
 
@@ -174,13 +177,22 @@ export class ClaimStore extends MigratedStore {
   }
 
   /**
-   * Persist one decided step: the record (if changed), its events and the operation record,
-   * atomically. `previous` is the record the step was decided from.
+   * Persist one decided step: the record (if changed), its events, the operation record and
+   * (through `stage`) the index outbox row, atomically. `previous` is the record the step
+   * was decided from.
    */
-  commit(previous: ClaimRecord | undefined, step: ClaimStep, operation: OperationRecord | undefined): void {
+  commit(
+    previous: ClaimRecord | undefined,
+    step: ClaimStep,
+    operation: OperationRecord | undefined,
+    stage?: (next: ClaimRecord) => void,
+  ): void {
     if (!step.changed && step.events.length === 0 && operation === undefined) return;
     const retained = this.write(() => {
-      if (step.changed && step.next !== undefined) this.writeRecord(previous, step.next, step.tokenAdvanced);
+      if (step.changed && step.next !== undefined) {
+        this.writeRecord(previous, step.next, step.tokenAdvanced);
+        stage?.(step.next);
+      }
       for (const event of step.events) this.appendEvent(event);
       const count = this.pruneEvents(this.retainedEvents + step.events.length);
       if (operation !== undefined) this.rememberOperation(operation);

@@ -49,6 +49,12 @@ export const CLI_OPTIONS = {
   "key-prefix": { type: "string" },
   // claims run, coord run
   "grace-ms": { type: "string" },
+  // claims list, generations list, coord scopes
+  prefix: { type: "string" },
+  phase: { type: "string" },
+  owner: { type: "string" },
+  state: { type: "string" },
+  limit: { type: "string" },
 } as const satisfies Record<string, OptionSpec>;
 
 type CliOptions = typeof CLI_OPTIONS;
@@ -114,6 +120,13 @@ export class Flags {
   requiredCounter(name: StringOption): bigint {
     const n = this.counter(name);
     if (n === undefined) throw new UsageError(`--${name} is required`);
+    return n;
+  }
+
+  /** A page size for list commands, 1–500. */
+  limit(): number | undefined {
+    const n = parseInteger("--limit", this.string("limit"), { unit: "items per page" });
+    if (n !== undefined && (n < 1 || n > 500)) throw new UsageError("--limit must be from 1 to 500");
     return n;
   }
 

@@ -1,12 +1,27 @@
 /**
  * `shiftlock claims …` and `shiftlock generations …`: one command per ClaimsBackend call.
- * Thin: arguments map to the request, the answer is printed as is. `claims run` holds a
+ * Thin: arguments map to the request, the answer is printed as is (`list`: one line, or one
+ * JSON object with `--json`, per record, following cursors to the last page). `claims run` holds a
  * claim while a command runs (run-commands.ts).
  */
 import { UsageError } from "./args.ts";
 import type { CommandContext } from "./context.ts";
 import { print } from "./output.ts";
 import { GENERATION_STATES, type GenerationState } from "../protocol/generations.ts";
+import { CLAIM_PHASES } from "../protocol/claims.ts";
+
+/** Refuse positional arguments (list commands take options only). */
+export function noArgs(ctx: CommandContext): void {
+  if (ctx.args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.args[0])}`);
+}
+
+/** An option restricted to a set of values, or undefined when absent. */
+function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`${name} must be one of ${allowed.join(", ")}`);
+  return value as T;
+}
 
 function one(ctx: CommandContext, what: string): string {
   const [value, ...rest] = ctx.args;
@@ -27,6 +42,18 @@ export async function claimsCommand(sub: string, ctx: CommandContext): Promise<n
       const claim = one(ctx, "claim name");
       f.done();
       print(ctx.p, { claim: await (await ctx.claims()).getClaim(claim, opts) });
+      return;
+    }
+    case "list": {
+      noArgs(ctx);
+      const phase = oneOf(f.string("phase"), CLAIM_PHASES, "--phase");
+      const filter = { prefix: f.string("prefix"), phase, owner: f.string("owner") };
+      const page = { signal: ctx.signal, limit: f.limit() };
+      f.done();
+      for await (const claim of (await ctx.claims()).listClaims(filter, page)) {
+        if (ctx.p.json) print(ctx.p, { claim });
+        else ctx.p.out(`${claim.name}\t${describe(claim)}`);
+      }
       return;
     }
     case "acquire": {
@@ -145,6 +172,17 @@ export async function generationsCommand(sub: string, ctx: CommandContext): Prom
       const req = { id, service: f.required("service"), instanceId: f.required("instance") };
       f.done();
       print(ctx.p, { generation: await (await ctx.claims()).registerGeneration(req, opts) });
+      return;
+    }
+    case "list": {
+      noArgs(ctx);
+      const filter = { service: f.string("service"), state: oneOf(f.string("state"), GENERATION_STATES, "--state") };
+      const page = { signal: ctx.signal, limit: f.limit() };
+      f.done();
+      for await (const generation of (await ctx.claims()).listGenerations(filter, page)) {
+        if (ctx.p.json) print(ctx.p, { generation });
+        else ctx.p.out(`${generation.id}\tservice=${generation.service} state=${generation.state}`);
+      }
       return;
     }
     case "get": {

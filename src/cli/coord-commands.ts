@@ -1,5 +1,5 @@
 /**
- * `shiftlock coord …`: capability, snapshot and watch of a scope, holding its write lease
+ * `shiftlock coord …`: the namespace's scopes (`coord scopes`), capability, snapshot and watch of a scope, holding its write lease
  * (with keepalive until Ctrl-C, then release, or for as long as a command runs: `coord run`,
  * run-commands.ts), and publishing under a short-lived lease.
  */
@@ -8,6 +8,7 @@ import { ShiftlockError } from "../protocol/errors.ts";
 import { UsageError } from "./args.ts";
 import type { CommandContext } from "./context.ts";
 import { print } from "./output.ts";
+import { noArgs } from "./claims-commands.ts";
 
 function scopeOf(ctx: CommandContext): Scope {
   const f = ctx.flags;
@@ -42,9 +43,30 @@ async function acquire(ctx: CommandContext, scope: Scope): Promise<WriteLease> {
   return coordinator.waitAcquireWriteLease(scope, { ...opts, waitMs });
 }
 
+/** `coord scopes [--volume V] [--limit N]`: every scope of the namespace, page after page. */
+async function listScopes(ctx: CommandContext): Promise<void> {
+  noArgs(ctx);
+  const f = ctx.flags;
+  const filter = { volumeId: f.string("volume") };
+  const page = { signal: ctx.signal, limit: f.limit() };
+  f.done();
+  for await (const scope of (await ctx.coordinator()).listScopes(filter, page)) {
+    if (ctx.p.json) print(ctx.p, { scope });
+    else {
+      const where = [scope.volumeId, scope.objectStoreId, scope.key].join("/");
+      const held = scope.held ? `held until ${new Date(scope.leaseExpiresAtMs).toISOString()}` : "free";
+      ctx.p.out(`${where}\tgeneration=${scope.generation} ${held}${scope.wantLock ? " wantLock" : ""}`);
+    }
+  }
+}
+
 /** Returns the exit status when the command sets one (`run`). */
 export async function coordCommand(sub: string, ctx: CommandContext): Promise<number | undefined> {
   if (sub === "run") return (await import("./run-commands.ts")).coordRun(ctx, scopeOf(ctx));
+  if (sub === "scopes") {
+    await listScopes(ctx);
+    return;
+  }
   if (ctx.args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.args[0])}`);
   const f = ctx.flags;
   const scope = scopeOf(ctx);

@@ -25,6 +25,7 @@ usage: shiftlock <command> [arguments] [flags]
 
 claims
   claims get <claim>
+  claims list [--prefix P] [--phase PHASE] [--owner G] [--limit 100]   every claim, by name
   claims watch <claim> [--after-version N]                     stream until Ctrl-C
   claims acquire <claim> --generation G [--ttl-ms 15000] [--allow-empty-only]
   claims renew <claim> --generation G --fencing-token T [--ttl-ms 15000]
@@ -40,9 +41,11 @@ claims
 generations
   generations register <id> --service S --instance I
   generations get <id>
+  generations list [--service S] [--state STATE] [--limit 100]
   generations set-state <id> <state> [--reason TEXT]
 
 coord (scope: --volume V [--store S] [--key K] [--participant P])
+  coord scopes [--volume V] [--limit 100]                      every scope of the namespace
   coord capability | snapshot
   coord watch [--after-generation N]                            stream until Ctrl-C
   coord lease [--ttl-ms 15000] [--wait-ms MS]                   hold with keepalive until Ctrl-C, then release

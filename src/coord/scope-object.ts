@@ -13,6 +13,9 @@
  *   grant whose caller already left is released at once, so the scope is never stranded.
  * - The alarm is one per object, set to the earliest lease expiry or waiter deadline, and
  *   idempotent (early, late or repeated runs decide from the state).
+ * - Every durable change stages the scope's summary for the namespace index in the same
+ *   transaction; delivery follows, never awaited (durable/index-outbox.ts). `wantLock` in
+ *   the index is as of the last durable change (queued waiters live in memory only).
  *
  * Does not: validate request shapes (the router does, from `protocol/coord.ts`) or survive
  * a restart with waiters: queued requests fail with the instance and the queue starts empty.
@@ -28,6 +31,8 @@ import {
 } from "../core/scope-machine.ts";
 import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
+import { scopeListKey } from "../core/listing-cursor.ts";
+import { formatCounter } from "../protocol/counter.ts";
 import { ScopeStore } from "./store.ts";
 import { PendingWaiters } from "./waiters.ts";
 import { ScopeWatchers } from "./watch.ts";
@@ -72,6 +77,7 @@ export class ScopeObject extends WatchedObject {
     super(ctx, env);
     this.store = new ScopeStore(ctx.storage);
     this.watchers = new ScopeWatchers(ctx, this.store);
+    this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.startUp(() => this.store.open());
   }
 
@@ -183,8 +189,36 @@ export class ScopeObject extends WatchedObject {
     this.alarms.fired();
     const scope = this.state?.scope ?? this.store.storedScope();
     if (scope === undefined) return;
-    // Early, late or repeated runs all end here: re-arm for what the state says now.
-    await this.decide(scope, { kind: "expire" }).armed;
+    // Early, late or repeated runs all end here: re-arm for what the state says now; an
+    // index entry a failed delivery left behind goes too (the alarm is its retry).
+    await Promise.all([this.decide(scope, { kind: "expire" }).armed, this.outbox.flush()]);
+  }
+
+  /** Stage the scope's summary for the namespace index, inside the save's transaction. */
+  private readonly stage = (next: ScopeState): void => {
+    const { scope, holder } = next;
+    this.outbox.stage({
+      kind: "scope",
+      key: scopeListKey(scope),
+      record: {
+        volumeId: scope.volumeId,
+        objectStoreId: scope.objectStoreId,
+        key: scope.key,
+        generation: formatCounter(next.generation),
+        held: holder !== null,
+        wantLock: next.waiters.length > 0,
+        leaseExpiresAtMs: holder?.expiresAtMs ?? 0,
+      },
+    });
+  };
+
+  /** Count what a command did for the namespace's counters (docs/operations.md). */
+  private count(command: ScopeCommand, step: ScopeStep): void {
+    const result = step.result;
+    const granted = command.kind === "acquire" && result.ok && result.kind === "granted" ? 1 : 0;
+    this.outbox.count("acquires", granted + step.granted.length);
+    if (!result.ok && result.refusal.code !== "invalid_request") this.outbox.count(`conflict:${result.refusal.code}`);
+    this.outbox.count("expiries", step.events.filter((e) => e.expired === true).length);
   }
 
   /**
@@ -220,10 +254,13 @@ export class ScopeObject extends WatchedObject {
     const current = this.state ?? this.store.load(scope);
     if (this.state === undefined) this.state = current;
     const step = decideScope(current, command, this.clock.nowMs());
-    this.store.save(current, step);
+    this.store.save(current, step, this.stage);
     this.state = step.next;
+    this.count(command, step);
     const armed = [this.alarms.ensure(nextDeadlineMs(step.next))];
     this.watchers.publish(step.events);
+    // Delivery to the index starts now (after the publish's 4008 closes were counted), not awaited.
+    this.outbox.kick();
     const orphans: string[] = [];
     for (const { waiterId, lease } of step.granted) {
       if (!this.waiters.settle(waiterId, scopeResultToResponse({ ok: true, kind: "granted", lease })))

@@ -13,8 +13,8 @@
  *   is the state update itself (one row written for a grant). Every other field is written
  *   only where the stored epoch and generation are still the ones the decision started from. Anything else aborts the transaction: `internal`, a bug, never a
  *   silently reused or lowered token.
- * - Every save is one `transactionSync`: state row, publish history and its trimming commit
- *   together or not at all.
+ * - Every save is one `transactionSync`: state row, publish history and its trimming, and the
+ *   listing index's outbox row commit together or not at all.
  * - The schema follows the one migration rule of durable/migrations.ts ({@link SCOPE_SCHEMA},
  *   created at start-up; a newer schema is refused).
  * - The last {@link HISTORY_RETAINED} publishes are retained (with the generation each one
@@ -29,6 +29,7 @@ import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "../core/scope-machine.ts";
 import { planReplay } from "../core/scope-replay.ts";
+import { OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
 
 /** The scope store's schema (created at start-up, not lazily: the scope object always had it). */
@@ -55,6 +56,8 @@ const SCOPE_SCHEMA: StoreSchema = {
    );`,
     // 2: the version moves to `meta.schema_version`, where every store keeps it.
     `DROP TABLE IF EXISTS schema_version`,
+    // 3: the listing index's outbox (durable/index-outbox.ts).
+    OUTBOX_MIGRATION,
   ],
   // Version 1 was recorded in a table of its own.
   legacyVersion: (sql) =>
@@ -124,10 +127,11 @@ export class ScopeStore extends MigratedStore {
   }
 
   /**
-   * Persist a step's durable changes (and its publish) in one transaction. No-op if unchanged.
+   * Persist a step's durable changes (its publish, and through `stage` the index outbox row)
+   * in one transaction. No-op if unchanged.
    * `previous` is the state the step was decided from.
    */
-  save(previous: ScopeState, step: ScopeStep): void {
+  save(previous: ScopeState, step: ScopeStep, stage?: (next: ScopeState) => void): void {
     if (!step.changed) return;
     const next = step.next;
     const holder: HolderJson | null =
@@ -162,6 +166,7 @@ export class ScopeStore extends MigratedStore {
         .toArray();
       if (updated.length !== 1) throw new ShiftlockError("internal", "scope changed underneath the decision");
       if (step.published !== undefined) this.appendHistory(step.published.event, step.published.previousGeneration);
+      stage?.(next);
     });
   }
 

@@ -61,6 +61,8 @@ function readAttachment(ws: WebSocket): SubscriberAttachment {
 export abstract class Subscribers<Store> {
   /** Unacknowledged events allowed per subscriber before 4008 (replaceable in tests). */
   maxUnacked = WATCH_MAX_UNACKED_EVENTS;
+  /** Called once per subscriber closed with 4008 (the object counts it). */
+  onLaggingClose: () => void = () => undefined;
   /** The tag of every socket of this watch. */
   abstract readonly tag: string;
   /** The query parameter a subscriber closed with 4008 resumes with (said in the reason). */
@@ -106,6 +108,7 @@ export abstract class Subscribers<Store> {
       }
       if (lagging) {
         closeQuietly(ws, LAGGING_CLOSE_CODE, `subscriber lagging; resume with ${this.resumeWith}`);
+        this.onLaggingClose();
         continue;
       }
       const next: SubscriberAttachment = { v: 1, unacked };

@@ -8,8 +8,10 @@
  *   inside `blockConcurrencyWhile`, before the object serves anything. A start-up that
  *   throws breaks the object's input gate, so every call fails (`internal` at the router)
  *   instead of reading rows it does not understand.
- * - {@link WatchedObject} (claims, scopes) adds the one alarm ({@link AlarmSchedule}, its
- *   mirror loaded at start-up), the watcher cap (`MAX_WATCHERS_PER_OBJECT`), the runtime's
+ * - Every object has one alarm ({@link AlarmSchedule}, its mirror loaded at start-up) and an
+ *   {@link IndexOutbox} feeding its namespace's listing index; an entry committed but not
+ *   delivered by a previous instance is sent at start-up.
+ * - {@link WatchedObject} (claims, scopes) adds the watcher cap (`MAX_WATCHERS_PER_OBJECT`), the runtime's
  *   ping auto-response (answered without waking a hibernated object), the watch upgrade
  *   (400 before upgrading a bad request, 429 over the cap, otherwise 101) and the socket
  *   handlers (messages to the fan-out; closes and errors completed quietly).
@@ -23,28 +25,45 @@ import { type Clock, systemClock } from "../core/clock.ts";
 import { errorEnvelope } from "../protocol/errors.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 import { AlarmSchedule } from "./alarm-schedule.ts";
+import { IndexOutbox } from "./index-outbox.ts";
 import type { Subscribers } from "./fan-out.ts";
 import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers } from "./websocket.ts";
 
 export abstract class ShiftlockObject extends DurableObject<Env> {
   /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
   clock: Clock = systemClock;
+  /** The object's one alarm, only ever moved earlier (its mirror loaded at start-up). */
+  protected readonly alarms: AlarmSchedule;
+  /** What feeds the namespace index (disabled in the index itself; public for tests). */
+  readonly outbox: IndexOutbox;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.alarms = new AlarmSchedule(ctx.storage);
+    this.outbox = new IndexOutbox(ctx, env, () => this.clock, this.alarms);
+  }
 
   /**
    * Call last in the subclass constructor: `open` runs before the object serves anything
-   * (the runtime holds every event until it settles).
+   * (the runtime holds every event until it settles). Then the alarm mirror is loaded and an
+   * index entry a previous instance committed but never delivered starts on its way.
    */
   protected startUp(open: () => void | Promise<void>): void {
     // A rejection here is the runtime's to handle: it breaks the input gate (see above).
     void this.ctx.blockConcurrencyWhile(async () => {
       await open();
+      await this.alarms.load();
+      this.outbox.kick();
     });
+  }
+
+  /** Deliver this object's pending index entry now (the index's reconciliation calls it). */
+  async flushIndex(): Promise<void> {
+    await this.outbox.flush();
   }
 }
 
 export abstract class WatchedObject extends ShiftlockObject {
-  /** The object's one alarm, only ever moved earlier. */
-  protected readonly alarms: AlarmSchedule;
   /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
   maxWatchers: number;
   /** The object's watch subscribers (set by the subclass constructor). */
@@ -52,17 +71,8 @@ export abstract class WatchedObject extends ShiftlockObject {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.alarms = new AlarmSchedule(ctx.storage);
     this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
-  }
-
-  /** Start-up of a watched object: its stores, then the alarm mirror the schedule decides on. */
-  protected override startUp(open: () => void): void {
-    super.startUp(async () => {
-      open();
-      await this.alarms.load();
-    });
   }
 
   /**
@@ -82,6 +92,8 @@ export abstract class WatchedObject extends ShiftlockObject {
     if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers(what);
     const pair = new WebSocketPair();
     await register(params, pair[1]);
+    this.outbox.count("watchersConnected");
+    this.outbox.kick();
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 

@@ -12,8 +12,11 @@
  *   broken invariant such as an object addressed under another id).
  * - Methods return plain `GenerationWireResponse` data over RPC; refusals are values, not exceptions.
  *
- * Does not: arm alarms or serve watches (generations have neither), or authenticate (the
- * router did, before the object was addressed).
+ * - Every change stages the record for the namespace index in the same transaction and arms
+ *   the alarm {@link DELIVERY_CHECK_MS} later, which delivers anything still undelivered.
+ *
+ * Does not: serve watches (generations have none), or authenticate (the router did, before
+ * the object was addressed).
  */
 import type { GenerationWireResponse } from "../core/generation-machine.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
@@ -22,6 +25,9 @@ import type { GenerationRecord, PatchGenerationBody, RegisterGenerationBody } fr
 import { decidePatch, decideRegister, generationDecisionToResponse } from "../core/generation-machine.ts";
 import type { GenerationDecision } from "../core/generation-machine.ts";
 import { GenerationStore } from "./store.ts";
+
+/** When the alarm checks that a generation's index entry left (SPEC §6: lag ≤ 2 s). */
+export const DELIVERY_CHECK_MS = 1_000;
 
 export class GenerationObject extends ShiftlockObject {
   private readonly store: GenerationStore;
@@ -33,13 +39,19 @@ export class GenerationObject extends ShiftlockObject {
   }
 
   /** Register `body.id` (see `decideRegister`). */
-  register(body: RegisterGenerationBody): GenerationWireResponse {
+  register(body: RegisterGenerationBody): Promise<GenerationWireResponse> {
     return this.mutate(body.id, (existing, nowMs) => decideRegister(existing, body, nowMs));
   }
 
   /** Move generation `id` to another state (see `decidePatch`). */
-  patch(id: string, body: PatchGenerationBody): GenerationWireResponse {
+  patch(id: string, body: PatchGenerationBody): Promise<GenerationWireResponse> {
     return this.mutate(id, (existing, nowMs) => decidePatch(existing, body, nowMs));
+  }
+
+  /** The index delivery's safety net: deliver what a crash or a failure left behind. */
+  override async alarm(): Promise<void> {
+    this.alarms.fired();
+    await this.outbox.flush();
   }
 
   /** The current record, or 404 `generation_not_found`. */
@@ -54,15 +66,27 @@ export class GenerationObject extends ShiftlockObject {
     return generationDecisionToResponse({ ok: true, record, changed: false, created: false });
   }
 
-  private mutate(
+  private async mutate(
     id: string,
     decide: (existing: GenerationRecord | undefined, nowMs: number) => GenerationDecision,
-  ): GenerationWireResponse {
+  ): Promise<GenerationWireResponse> {
     // Synchronous from load to save: no other call can interleave (the object is single-threaded).
-    const decision = decide(this.loadFor(id), this.clock.nowMs());
-    if (decision.ok && decision.changed) this.store.save(decision.record);
+    const nowMs = this.clock.nowMs();
+    const decision = decide(this.loadFor(id), nowMs);
+    if (!decision.ok || !decision.changed) return generationDecisionToResponse(decision);
+    this.store.save(decision.record, this.stage);
+    // Delivery starts now, not awaited; the alarm is the safety net should this instance die
+    // before it completes (generations change rarely, so one alarm write each is cheap).
+    const armed = this.outbox.enabled ? this.alarms.ensure(nowMs + DELIVERY_CHECK_MS) : undefined;
+    this.outbox.kick();
+    await armed;
     return generationDecisionToResponse(decision);
   }
+
+  /** Stage the record for the namespace index, inside the save's transaction. */
+  private readonly stage = (record: GenerationRecord): void => {
+    this.outbox.stage({ kind: "generation", key: record.id, record });
+  };
 
   /** Load the record, checking it belongs to `id` (the object name makes this an invariant). */
   private loadFor(id: string): GenerationRecord | undefined {

@@ -15,6 +15,7 @@
 import type { GenerationRecord } from "../protocol/generations.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { isGenerationState } from "../core/generation-machine.ts";
+import { OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 
 /** The generation store's schema: ordered migrations, no tables until the first write. */
@@ -33,6 +34,8 @@ const GENERATION_SCHEMA: StoreSchema = {
        updated_at_ms INTEGER NOT NULL,
        reason TEXT NOT NULL
      )`,
+    // 2: the listing index's outbox (durable/index-outbox.ts).
+    OUTBOX_MIGRATION,
   ],
 };
 
@@ -68,9 +71,9 @@ export class GenerationStore extends MigratedStore {
     };
   }
 
-  /** Insert or replace the record in one transaction (creating the schema first). */
-  save(record: GenerationRecord): void {
-    this.write(() =>
+  /** Insert or replace the record, and stage it for the index, in one transaction (creating the schema first). */
+  save(record: GenerationRecord, stage?: (record: GenerationRecord) => void): void {
+    this.write(() => {
       this.sql.exec(
         `INSERT INTO generation (id, service, instance_id, state, started_at_ms, updated_at_ms, reason)
        VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -84,7 +87,8 @@ export class GenerationStore extends MigratedStore {
         record.startedAtMs,
         record.updatedAtMs,
         record.reason,
-      ),
-    );
+      );
+      stage?.(record);
+    });
   }
 }

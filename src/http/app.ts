@@ -21,14 +21,22 @@ import { mountClaimRoutes } from "./claims.ts";
 import { cors } from "./cors.ts";
 import { mountCoordRoutes } from "./coord.ts";
 import { mountGenerationRoutes } from "./generations.ts";
+import { mountListingRoutes } from "./listing.ts";
 import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountPages } from "./pages.ts";
+import { logRequest } from "./request-log.ts";
 
 export const app = new Hono<AppEnv>();
 
 app.onError((err, c) => {
-  if (err instanceof ShiftlockError) return send(c, errorAnswer(err));
+  if (err instanceof ShiftlockError) {
+    // Refused before any route ran (authentication, unknown route): still one log line.
+    const answer = errorAnswer(err);
+    const ns = /^\/v1\/ns\/([^/]*)\//.exec(new URL(c.req.url).pathname)?.[1];
+    logRequest({ namespace: safeDecode(ns ?? ""), kind: "", name: "" }, `${c.req.method} (no route)`, answer, 0);
+    return send(c, answer);
+  }
   console.error("unhandled error", err);
   return send(c, errorAnswer(new ShiftlockError("internal")));
 });
@@ -76,3 +84,4 @@ app.use("/v1/*", async (c, next) => {
 mountClaimRoutes(app);
 mountGenerationRoutes(app);
 mountCoordRoutes(app);
+mountListingRoutes(app);

@@ -24,6 +24,8 @@ import type { AppContext } from "./mount.ts";
 import { errorAnswer, forwardWatch, mount } from "./mount.ts";
 import type { WireResponse } from "../core/claim-response.ts";
 import { objectName } from "./object-names.ts";
+import { logRequest } from "./request-log.ts";
+import { systemClock } from "../core/clock.ts";
 
 /** The object's name for each mutation (kept: operation-id fingerprints are stored with it). */
 export const OBJECT_ROUTE: Record<ClaimMutationName, ClaimRequest["route"]> = {
@@ -51,7 +53,16 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
   }
   mount(app, getClaim, (c, { params }) => claimStub(c, params.ns, params.claim).get(params.claim));
   mount(app, claimBatch, async (c, { params, body }) => {
-    const results = await Promise.all(body.ops.map((op) => runBatchOp(c, params.ns, op)));
+    const results = await Promise.all(
+      body.ops.map(async (op) => {
+        const startedMs = systemClock.nowMs();
+        const answer = await runBatchOp(c, params.ns, op);
+        // One line per op, as its single route would have written (request-log.ts).
+        const where = { namespace: params.ns, kind: "claim", name: op.claim };
+        logRequest(where, CLAIM_MUTATIONS[op.op].operationId, answer, systemClock.nowMs() - startedMs);
+        return answer;
+      }),
+    );
     return { status: 200, body: { results } };
   });
   mount(app, watchClaim, (c, { params, query }) => {

@@ -13,6 +13,7 @@
  * then the handler runs with decoded inputs, and {@link send} renders what it returns. Bad
  * input therefore never reaches a Durable Object, and every answer — success, refusal or
  * thrown error — leaves through `send`, so statuses and `Retry-After` are decided once.
+ * Every write and every refusal writes one structured log line (request-log.ts) here.
  *
  * Does not: decide anything about claims, generations or scopes (the objects do).
  */
@@ -26,6 +27,8 @@ import type { AppEnv } from "./app-env.ts";
 import { authorize } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";
 import { checkPathEncoding, nameParam } from "./params.ts";
+import { addressed, isLogged, logRequest } from "./request-log.ts";
+import { systemClock } from "../core/clock.ts";
 
 export type AppContext = Context<AppEnv>;
 
@@ -43,7 +46,28 @@ export function mount<R extends RouteSpec>(app: Hono<AppEnv>, route: R, handler:
     name,
     opaque: route.opaqueParams?.includes(name) === true,
   }));
-  app.on(route.method, path, async (c) => send(c, await handler(c, await validate(c, route, params))));
+  app.on(route.method, path, async (c) => {
+    const startedMs = systemClock.nowMs();
+    let input: RouteInput<R> | undefined;
+    let answer: WireResponse | Response;
+    try {
+      input = await validate(c, route, params);
+      answer = await handler(c, input);
+    } catch (err) {
+      if (!(err instanceof ShiftlockError)) throw err;
+      answer = errorAnswer(err);
+    }
+    if (!(answer instanceof Response) && isLogged(route, answer.status)) {
+      const where = addressed(route, input?.params ?? rawParams(c, params), input?.body);
+      logRequest(where, route.operationId, answer, systemClock.nowMs() - startedMs);
+    }
+    return send(c, answer);
+  });
+}
+
+/** The path parameters as they came, for the log line of a request refused before decoding. */
+function rawParams(c: AppContext, specs: readonly { name: string }[]): Record<string, string> {
+  return Object.fromEntries(specs.map(({ name }) => [name, c.req.param(name) ?? ""]));
 }
 
 async function validate<R extends RouteSpec>(

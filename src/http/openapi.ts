@@ -280,6 +280,7 @@ function buildDocument(): Json {
       { name: "claims", description: "SPEC §3 claims" },
       { name: "generations", description: "SPEC §3 generations" },
       { name: "coord", description: "SPEC §4 write leases per scope" },
+      { name: "listing", description: "SPEC §6 listing from the namespace index, and stats" },
     ],
     security: [{ bearerAuth: [] }],
     paths,

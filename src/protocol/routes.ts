@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { CLAIM_ROUTES } from "./claim-routes.ts";
 import { GENERATION_ROUTES } from "./generation-routes.ts";
+import { LISTING_ROUTES } from "./listing-routes.ts";
 import type { RouteSpec } from "./route.ts";
 import { defineRoute } from "./route.ts";
 import { SCOPE_ROUTES } from "./scope-routes.ts";
@@ -32,4 +33,11 @@ export const openApi = defineRoute({
   errors: [],
 });
 
-export const ROUTES: readonly RouteSpec[] = [health, openApi, ...CLAIM_ROUTES, ...GENERATION_ROUTES, ...SCOPE_ROUTES];
+export const ROUTES: readonly RouteSpec[] = [
+  health,
+  openApi,
+  ...CLAIM_ROUTES,
+  ...GENERATION_ROUTES,
+  ...SCOPE_ROUTES,
+  ...LISTING_ROUTES,
+];

@@ -3,11 +3,13 @@
  *
  *   node --import ./src/cli/register-ts.mjs src/serve/main.ts
  *     [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist]
- *     [--inspector-port P]
+ *     [--inspector-port P] [--listing-index on|off]
  *
  * `--inspector-port` opens workerd's V8 inspector on 127.0.0.1:P (profiling, debugging:
  * bench/profile.mjs) and prints `inspector on http://127.0.0.1:P`; off by default.
  * Prints `shiftlock listening on <url>` once it serves. SIGINT and SIGTERM close the front
+ * `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index feeding: the
+ * bench's comparison, docs/listing.md); on by default, as deployed.
  * and workerd and exit 0; a second signal exits at once. Unknown options are errors (exit 2).
  */
 import { parseArgs } from "node:util";
@@ -16,12 +18,19 @@ import { startLocalServer } from "./local-server.ts";
 function usage(message: string): never {
   console.error(`shiftlock serve: ${message}`);
   console.error(
-    "usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist] [--inspector-port P]",
+    "usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist] [--inspector-port P] [--listing-index on|off]",
   );
   process.exit(2);
 }
 
-let values: { host: string; port: string; "persist-to": string; bundle: string; "inspector-port"?: string };
+let values: {
+  host: string;
+  port: string;
+  "persist-to": string;
+  bundle: string;
+  "inspector-port"?: string;
+  "listing-index": string;
+};
 try {
   ({ values } = parseArgs({
     options: {
@@ -30,6 +39,7 @@ try {
       "persist-to": { type: "string", default: ".wrangler/state" },
       bundle: { type: "string", default: "dist" },
       "inspector-port": { type: "string" },
+      "listing-index": { type: "string", default: "on" },
     },
     strict: true,
     allowPositionals: false,
@@ -44,12 +54,15 @@ if (inspectorPort !== undefined && (!Number.isInteger(inspectorPort) || inspecto
   usage("--inspector-port must be an integer 0..65535");
 }
 
+if (values["listing-index"] !== "on" && values["listing-index"] !== "off") usage("--listing-index must be on or off");
+
 const server = await startLocalServer({
   host: values.host,
   port,
   persistTo: values["persist-to"],
   bundleDir: values.bundle,
   ...(inspectorPort === undefined ? {} : { inspectorPort }),
+  bindings: { LISTING_INDEX: values["listing-index"] },
 });
 process.stdout.write(`shiftlock listening on ${server.url} (state in ${values["persist-to"]})\n`);
 if (server.inspectorUrl !== undefined) process.stdout.write(`inspector on ${server.inspectorUrl}\n`);

@@ -12,6 +12,7 @@ import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
 import type { ShiftlockError } from "../../src/protocol/errors.ts";
 import { expectCode, fixtureRunner, MINUTE, type ClaimsFixture } from "./claims-suite-helpers.ts";
 import { runBatchChecks } from "./claims-suite-batch.ts";
+import { runListingChecks } from "./claims-suite-listing.ts";
 import { runRuleChecks } from "./claims-suite-rules.ts";
 import { runWatchChecks } from "./claims-suite-watch.ts";
 
@@ -268,6 +269,7 @@ export function runClaimsContract(
     });
     runRuleChecks(withFixture);
     runBatchChecks(withFixture);
+    runListingChecks(withFixture);
     runWatchChecks(withFixture);
   });
 }

@@ -44,6 +44,26 @@ describe("shiftlock (process)", { timeout: 120_000 }, () => {
     expect(got.stdout).toMatch(/claim\.ownerGeneration\s+g1/);
   });
 
+  it("claims list pages through the namespace index (listed within the 2 s lag bound)", async () => {
+    const namespace = `e2e-cli-list-${crypto.randomUUID()}`;
+    const env = { SHIFTLOCK_NAMESPACE: namespace };
+    for (const claim of ["b", "a", "c"]) {
+      expect((await shiftlock(["claims", "acquire", claim, "--generation", "g1"], env)).code).toBe(0);
+    }
+    const deadline = Date.now() + 2_000;
+    let listed: Run;
+    // Polls the lag guarantee itself; each process start takes longer than the bound anyway.
+    do {
+      listed = await shiftlock(["claims", "list", "--limit", "2", "--json"], env);
+      expect(listed.code).toBe(0);
+    } while (listed.stdout.trim().split("\n").length < 3 && Date.now() < deadline);
+    const names = listed.stdout
+      .trim()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { claim: { name: string } }).claim.name);
+    expect(names).toEqual(["a", "b", "c"]);
+  });
+
   it("exits 1 with the code named for a refusal, 2 for usage, 3 when the server is unreachable", async () => {
     const claim = `cli-${crypto.randomUUID()}`;
     await shiftlock(["claims", "acquire", claim, "--generation", "g1"]);

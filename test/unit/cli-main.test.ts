@@ -205,3 +205,47 @@ describe("shiftlock coord", () => {
     expect(lines[1]).toMatchObject({ released: true });
   });
 });
+
+describe("shiftlock list commands", () => {
+  it("claims list follows every page (one line per claim) and filters by prefix, phase and owner", async () => {
+    const { run } = cli();
+    for (const [name, gen] of [
+      ["b", "g1"],
+      ["a", "g2"],
+      ["ab", "g1"],
+    ]) {
+      expect((await run("claims", "acquire", name!, "--generation", gen!)).code).toBe(0);
+    }
+    const all = await run("claims", "list", "--limit", "1");
+    expect(all.code).toBe(0);
+    expect(
+      all.out
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.split("\t")[0]),
+    ).toEqual(["a", "ab", "b"]);
+    const mine = await run("claims", "list", "--owner", "g1", "--phase", "owned", "--prefix", "a", "--json");
+    expect(
+      mine.out
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { claim: { name: string } }).claim.name),
+    ).toEqual(["ab"]);
+    const bad = await run("claims", "list", "--phase", "held");
+    expect(bad.code).toBe(2);
+    expect((await run("claims", "list", "--limit", "501")).code).toBe(2);
+  });
+
+  it("generations list and coord scopes", async () => {
+    const { run } = cli();
+    await run("generations", "register", "g2", "--service", "api", "--instance", "i");
+    await run("generations", "register", "g1", "--service", "web", "--instance", "i");
+    const gens = await run("generations", "list", "--service", "api");
+    expect(gens.out).toBe("g2\tservice=api state=joining\n");
+    expect((await run("coord", "publish", "--volume", "v", "--store", "s", "--root", "1")).code).toBe(0);
+    const scopes = await run("coord", "scopes", "--json");
+    expect(JSON.parse(scopes.out.trim())).toEqual({
+      scope: expect.objectContaining({ volumeId: "v", objectStoreId: "s", key: "", generation: "1", held: false }),
+    });
+  });
+});

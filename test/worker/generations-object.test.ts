@@ -48,7 +48,7 @@ describe("generation object failures", () => {
     const g = registered();
     await g.register();
     await runInDurableObject(g.stub(), (_o: GenerationObject, state) => {
-      state.storage.sql.exec("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+      state.storage.sql.exec("UPDATE meta SET value = 99 WHERE key = 'schema_version'");
     });
     await restartObject(g.stub());
     expect(await failure(async () => g.stub().get(g.id))).toEqual(internal);

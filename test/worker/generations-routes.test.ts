@@ -208,7 +208,7 @@ describe("generation storage", () => {
     const stub = env.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
       const meta = state.storage.sql.exec("SELECT key, value FROM meta").toArray();
-      expect(meta).toEqual([{ key: "schema_version", value: 1 }]);
+      expect(meta).toEqual([{ key: "schema_version", value: 2 }]);
       const rows = state.storage.sql.exec("SELECT id, state FROM generation").toArray();
       expect(rows).toEqual([{ id, state: "joining" }]);
     });
@@ -219,7 +219,7 @@ describe("generation storage", () => {
     await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" });
     const stub = env.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
-      state.storage.sql.exec("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+      state.storage.sql.exec("UPDATE meta SET value = 99 WHERE key = 'schema_version'");
     });
     // Only a deployment writes a newer schema, and a deployment restarts every object.
     await restartObject(stub);

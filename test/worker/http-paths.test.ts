@@ -87,7 +87,9 @@ describe("envelope and unauthenticated routes", () => {
       ["GET", "/v1/ns/paths/nope"],
       ["PUT", "/v1/ns/paths/generations/g"],
       ["DELETE", "/v1/ns/paths/generations/g"],
-      ["GET", "/v1/ns/paths/generations"],
+      // GET /v1/ns/{ns}/generations is the listing route (SPEC §6); other methods are not routes.
+      ["PUT", "/v1/ns/paths/generations"],
+      ["DELETE", "/v1/ns/paths/claims"],
     ] as const) {
       const res = await exports.default.fetch(`http://x${path}`, { method, headers: AUTH });
       expect(res.status, `${method} ${path}`).toBe(404);

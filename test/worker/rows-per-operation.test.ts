@@ -3,6 +3,12 @@
 // rowsWritten, the figures Durable Object SQL storage is billed on). docs/performance.md
 // "Rows per operation" is this table; a change that moves a figure must update both.
 //
+// Every mutation also writes the listing index's outbox row (durable/index-outbox.ts) in its
+// one transaction: +1 row read (the upsert's conflict check) and +1 row written. Delivery to
+// the index is measured on its own ("index delivery": after the commit, off the mutation's
+// path: one row read, no commit); the metered mutations run with delivery held back so the
+// figures stay exact.
+//
 // Also checked for every mutation: exactly one `transactionSync` (the one commit of the
 // five steps), no row written outside it, and no key-value write. Figures are exact: the
 // state before each operation is built the same way every run.
@@ -35,8 +41,30 @@ function row(cost: StorageCost): Row {
 
 const TTL_MS = 60_000;
 
+/**
+ * Deliver what the object's outbox holds, then hold further deliveries back, so that a metered
+ * call measures the mutation alone (delivery is measured on its own: "index delivery").
+ */
+async function settleIndex(stub: DurableObjectStub<ClaimObject | ScopeObject | GenerationObject>): Promise<void> {
+  await runInDurableObject(stub, async (o: ClaimObject | ScopeObject | GenerationObject) => {
+    o.outbox.paused = false;
+    await o.flushIndex();
+    o.outbox.paused = true;
+  });
+}
+
+/** What delivering the staged entry to the index costs the object (its index's cost is apart). */
+async function deliveryRow(stub: DurableObjectStub<ClaimObject | ScopeObject | GenerationObject>): Promise<Row> {
+  const { cost } = await metered(stub, async (o: ClaimObject | ScopeObject | GenerationObject) => {
+    o.outbox.paused = false;
+    await o.flushIndex();
+  });
+  return row(cost);
+}
+
 /** Run one claim command and return its status and cost. */
 async function claimOp(stub: DurableObjectStub<ClaimObject>, claim: string, request: ClaimRequest) {
+  await settleIndex(stub);
   const { result, cost } = await metered(stub, (o) => o.command(claim, request));
   return { status: result.status, body: result.body as { claim: { fencingToken: string } }, row: row(cost) };
 }
@@ -52,6 +80,7 @@ async function claimTable(stub: DurableObjectStub<ClaimObject>, claim: string): 
   };
   const t1 = await op("acquire", { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
   await op("renew", { route: "renew", body: { generationId: "g1", token: t1, ttlMs: TTL_MS } });
+  await settleIndex(stub);
   const got = await metered(stub, (o) => o.get(claim));
   rows["get"] = row(got.cost);
   const move = { fromGeneration: "g1", toGeneration: "g2" };
@@ -66,6 +95,7 @@ async function claimTable(stub: DurableObjectStub<ClaimObject>, claim: string): 
   await op("release ", { route: "release", body: { generationId: "g3", token: t3 } });
   delete rows["transfer/prepare"];
   delete rows["release "];
+  rows["index delivery (after the commit)"] = await deliveryRow(stub);
   return rows;
 }
 
@@ -74,7 +104,7 @@ describe("rows per claim operation", () => {
     const claim = unique();
     const stub = claimStub(unique("ns"), claim);
     const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
-    expect(r.row).toEqual([7, 13, 1, 1]);
+    expect(r.row).toEqual([9, 16, 1, 1]);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
@@ -83,15 +113,16 @@ describe("rows per claim operation", () => {
     const stub = claimStub(unique("ns"), claim);
     await churn(stub, claim, 1);
     expect(await claimTable(stub, claim)).toEqual({
-      acquire: [3, 2, 1, 0],
-      renew: [3, 1, 1, 0],
+      acquire: [4, 3, 1, 0],
+      renew: [4, 2, 1, 0],
       get: [1, 0, 0, 0],
-      prepare: [3, 2, 1, 0],
-      abort: [3, 2, 1, 0],
-      commit: [3, 2, 1, 0],
-      release: [3, 2, 1, 0],
-      "acquire with operationId": [6, 5, 1, 0],
+      prepare: [4, 3, 1, 0],
+      abort: [4, 3, 1, 0],
+      commit: [4, 3, 1, 0],
+      release: [4, 3, 1, 0],
+      "acquire with operationId": [7, 6, 1, 0],
       "acquire replayed by operationId": [1, 0, 0, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
@@ -101,15 +132,16 @@ describe("rows per claim operation", () => {
     const stub = claimStub(unique("ns"), claim);
     await churn(stub, claim, 140);
     expect(await claimTable(stub, claim)).toEqual({
-      acquire: [7, 4, 1, 0],
-      renew: [3, 1, 1, 0],
+      acquire: [8, 5, 1, 0],
+      renew: [4, 2, 1, 0],
       get: [1, 0, 0, 0],
-      prepare: [7, 4, 1, 0],
-      abort: [7, 4, 1, 0],
-      commit: [7, 4, 1, 0],
-      release: [7, 4, 1, 0],
-      "acquire with operationId": [10, 7, 1, 0],
+      prepare: [8, 5, 1, 0],
+      abort: [8, 5, 1, 0],
+      commit: [8, 5, 1, 0],
+      release: [8, 5, 1, 0],
+      "acquire with operationId": [11, 8, 1, 0],
       "acquire replayed by operationId": [1, 0, 0, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
@@ -121,7 +153,7 @@ describe("rows per claim operation", () => {
     await restartObject(claimStub(ns, claim));
     const stub = claimStub(ns, claim);
     const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
-    expect(r.row).toEqual([7, 4, 1, 0]);
+    expect(r.row).toEqual([8, 5, 1, 0]);
     const retained = await runInDurableObject(
       stub,
       (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
@@ -146,20 +178,27 @@ describe("rows per generation operation", () => {
     );
     const rows: Record<string, Row> = {};
     const body = { id, service: "api", instanceId: "i-1" };
+    await settleIndex(stub);
     const first = await metered(stub, (o) => o.register(body));
     expect(first.result.status).toBe(200);
     rows["register (new)"] = row(first.cost);
+    await settleIndex(stub);
     const again = await metered(stub, (o) => o.register(body));
     rows["register (again)"] = row(again.cost);
+    await settleIndex(stub);
     const patched = await metered(stub, (o) => o.patch(id, { state: "standby" }));
     expect(patched.result.status).toBe(200);
     rows["state"] = row(patched.cost);
+    rows["index delivery (after the commit)"] = await deliveryRow(stub);
+    await settleIndex(stub);
     const got = await metered(stub, (o) => o.get(id));
     rows["get"] = row(got.cost);
+    // The new generation arms its delivery-check alarm; the state change finds it still armed.
     expect(rows).toEqual({
-      "register (new)": [2, 7, 1, 0],
+      "register (new)": [4, 10, 1, 1],
       "register (again)": [1, 0, 0, 0],
-      state: [2, 1, 1, 0],
+      state: [3, 2, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
       get: [1, 0, 0, 0],
     });
   });
@@ -169,6 +208,7 @@ describe("rows per generation operation", () => {
 async function coordTable(stub: DurableObjectStub<ScopeObject>, scope: ScopeId): Promise<Record<string, Row>> {
   const rows: Record<string, Row> = {};
   const acquire = async (label: string) => {
+    await settleIndex(stub);
     const r = await metered(stub, (o) =>
       o.acquire(scope, { participantId: "p", ttlMs: TTL_MS, waitMs: 0, waiterId: crypto.randomUUID() }),
     );
@@ -177,18 +217,23 @@ async function coordTable(stub: DurableObjectStub<ScopeObject>, scope: ScopeId):
     return (r.result.body as { lease: { leaseId: string } }).lease.leaseId;
   };
   const leaseId = await acquire("acquire");
+  await settleIndex(stub);
   const kept = await metered(stub, (o) => o.keepalive(scope, leaseId, TTL_MS));
   expect(kept.result.status).toBe(200);
   rows["keepalive"] = row(kept.cost);
+  await settleIndex(stub);
   const published = await metered(stub, (o) => o.publish(scope, leaseId, { root: { n: 1 } }));
   expect(published.result.status).toBe(200);
   rows["publish"] = row(published.cost);
+  await settleIndex(stub);
   const snap = await metered(stub, (o) => o.snapshot(scope));
   expect(snap.result.status).toBe(200);
   rows["snapshot"] = row(snap.cost);
+  await settleIndex(stub);
   const released = await metered(stub, (o) => o.release(scope, leaseId));
   expect(released.result.status).toBe(204);
   rows["release"] = row(released.cost);
+  rows["index delivery (after the commit)"] = await deliveryRow(stub);
   return rows;
 }
 
@@ -202,18 +247,20 @@ describe("rows per coord operation", () => {
   it("a new scope, then the same operations again", async () => {
     const { scope, stub } = newScope();
     expect(await coordTable(stub, scope)).toEqual({
-      acquire: [5, 2, 1, 1],
-      keepalive: [3, 1, 1, 0],
-      publish: [6, 3, 1, 0],
+      acquire: [6, 3, 1, 1],
+      keepalive: [4, 2, 1, 0],
+      publish: [7, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
-      release: [3, 1, 1, 0],
+      release: [4, 2, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     expect(await coordTable(stub, scope)).toEqual({
-      acquire: [3, 1, 1, 0],
-      keepalive: [3, 1, 1, 0],
-      publish: [6, 3, 1, 0],
+      acquire: [4, 2, 1, 0],
+      keepalive: [4, 2, 1, 0],
+      publish: [7, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
-      release: [3, 1, 1, 0],
+      release: [4, 2, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
@@ -227,11 +274,12 @@ describe("rows per coord operation", () => {
       await o.release(scope, leaseId);
     });
     expect(await coordTable(stub, scope)).toEqual({
-      acquire: [3, 1, 1, 0],
-      keepalive: [3, 1, 1, 0],
-      publish: [8, 4, 1, 0],
+      acquire: [4, 2, 1, 0],
+      keepalive: [4, 2, 1, 0],
+      publish: [9, 5, 1, 0],
       snapshot: [0, 0, 0, 0],
-      release: [3, 1, 1, 0],
+      release: [4, 2, 1, 0],
+      "index delivery (after the commit)": [1, 0, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });

@@ -19,11 +19,29 @@
  * Does not: validate generation registration (an unregistered id may acquire), or renew
  * leases on its own (the handoff runtime does that).
  */
-import type { BatchOpName, ClaimEventReason, ClaimRecord } from "../../protocol/claims.ts";
+import type { BatchOpName, ClaimEventReason, ClaimPhase, ClaimRecord } from "../../protocol/claims.ts";
+import type { PageOptions } from "../listing.ts";
 import type { ShiftlockError } from "../../protocol/errors.ts";
 import type { GenerationRecord, GenerationState } from "../../protocol/generations.ts";
 
 export type { BatchOpName, ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState };
+
+/** Filters of {@link ClaimsBackend.listClaims}. */
+export interface ListClaimsFilter {
+  /** Only names starting with this. */
+  prefix?: string | undefined;
+  phase?: ClaimPhase | undefined;
+  /** Only claims owned by this generation. */
+  owner?: string | undefined;
+}
+
+/** Filters of {@link ClaimsBackend.listGenerations}. */
+export interface ListGenerationsFilter {
+  service?: string | undefined;
+  state?: GenerationState | undefined;
+}
+
+export type { PageOptions };
 
 /** Per-call options. */
 export interface CallOptions {
@@ -149,6 +167,13 @@ export interface ClaimsBackend {
   updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord>;
   getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord>;
+  /**
+   * Every claim of the namespace in UTF-8 byte order of its name, following cursors page by
+   * page (SPEC §6). Over HTTP the records come from the namespace index (up to 2 s behind).
+   */
+  listClaims(filter?: ListClaimsFilter, opts?: PageOptions): AsyncIterable<ClaimRecord>;
+  /** Every generation of the namespace, by id (see {@link ClaimsBackend.listClaims}). */
+  listGenerations(filter?: ListGenerationsFilter, opts?: PageOptions): AsyncIterable<GenerationRecord>;
   /** Stop watches and refuse further calls. */
   close(): Promise<void>;
 }

@@ -27,6 +27,8 @@ import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
 import type { ClaimWatchMessage } from "../../protocol/claims.ts";
 import type { RouteBody } from "../../protocol/route.ts";
+import { listClaims, listGenerations } from "../../protocol/listing-routes.ts";
+import { followCursors, type PageOptions } from "../listing.ts";
 import { HttpTransport, type HttpTransportOptions } from "../transport/http-transport.ts";
 import { checkPathParams } from "../transport/route-codec.ts";
 import { WatchSocket } from "../transport/watch-socket.ts";
@@ -39,6 +41,8 @@ import {
 import { checkBatch, encodeOp, outcomeOf, settleOp, type EncodedOp } from "./claim-batch.ts";
 import { ClaimResume, type ClaimWatchClientMessage } from "./claim-watch.ts";
 import type {
+  ListClaimsFilter,
+  ListGenerationsFilter,
   AbortRequest,
   AcquireRequest,
   BatchOp,
@@ -159,6 +163,22 @@ export class HttpClaimsBackend implements ClaimsBackend {
     this.ensureOpen();
     const input = { params: { id: req.id }, body: { state: req.state, reason: req.reason } };
     return (await this.transport.call(updateGeneration, input, opts?.signal)).generation;
+  }
+
+  listClaims(filter: ListClaimsFilter = {}, opts: PageOptions = {}): AsyncIterable<ClaimRecord> {
+    return followCursors(async (cursor) => {
+      const query = { prefix: filter.prefix, phase: filter.phase, owner: filter.owner, limit: opts.limit, cursor };
+      const page = await this.transport.call(listClaims, { query }, opts.signal);
+      return { items: page.claims, cursor: page.cursor };
+    });
+  }
+
+  listGenerations(filter: ListGenerationsFilter = {}, opts: PageOptions = {}): AsyncIterable<GenerationRecord> {
+    return followCursors(async (cursor) => {
+      const query = { service: filter.service, state: filter.state, limit: opts.limit, cursor };
+      const page = await this.transport.call(listGenerations, { query }, opts.signal);
+      return { items: page.generations, cursor: page.cursor };
+    });
   }
 
   async getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {

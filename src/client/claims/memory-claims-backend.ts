@@ -37,6 +37,9 @@ import {
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
 import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import { claimToWire } from "../../protocol/claims.ts";
+import { listClaims, listGenerations } from "../../protocol/listing-routes.ts";
+import { followCursors, memoryPage, type PageOptions } from "../listing.ts";
 import type { BatchOpName } from "../../protocol/claims.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
@@ -44,6 +47,8 @@ import { checkPathParams, decodeAnswer, encodeBody, encodeQuery, type WireAnswer
 import { WatchQueue } from "../transport/watch-queue.ts";
 import { checkBatch, encodeOp, outcomeOf, settleOp, type EncodedOp } from "./claim-batch.ts";
 import type {
+  ListClaimsFilter,
+  ListGenerationsFilter,
   AbortRequest,
   AcquireRequest,
   BatchOp,
@@ -262,6 +267,52 @@ export class MemoryClaimsBackend implements ClaimsBackend {
         return decidePatch(this.generations.get(req.id), body, this.clock.nowMs());
       },
       opts,
+    );
+  }
+
+  listClaims(filter: ListClaimsFilter = {}, opts: PageOptions = {}): AsyncIterable<ClaimRecord> {
+    const filters = [filter.prefix, filter.phase, filter.owner];
+    return followCursors((cursor) =>
+      settle(() => {
+        this.enter(opts);
+        const nowMs = this.clock.nowMs();
+        const items = [...this.claims.values()].flatMap((slot) => {
+          // Lazy expiry, as a read of the claim would apply it.
+          if (slot.record !== undefined) slot.run({ kind: "expire" }, nowMs);
+          return slot.record === undefined ? [] : [{ key: slot.name, wire: claimToWire(slot.record) }];
+        });
+        const page = memoryPage({
+          route: listClaims,
+          field: "claims",
+          scope: { namespace: "", list: "claims", filters },
+          query: { prefix: filter.prefix, phase: filter.phase, owner: filter.owner, limit: opts.limit, cursor },
+          items,
+          keep: (c) =>
+            (filter.prefix === undefined || c.name.startsWith(filter.prefix)) &&
+            (filter.phase === undefined || c.phase === filter.phase) &&
+            (filter.owner === undefined || c.ownerGeneration === filter.owner),
+        });
+        return { items: page.claims, cursor: page.cursor };
+      }),
+    );
+  }
+
+  listGenerations(filter: ListGenerationsFilter = {}, opts: PageOptions = {}): AsyncIterable<GenerationRecord> {
+    return followCursors((cursor) =>
+      settle(() => {
+        this.enter(opts);
+        const page = memoryPage({
+          route: listGenerations,
+          field: "generations",
+          scope: { namespace: "", list: "generations", filters: [filter.service, filter.state] },
+          query: { service: filter.service, state: filter.state, limit: opts.limit, cursor },
+          items: [...this.generations.values()].map((g) => ({ key: g.id, wire: g })),
+          keep: (g) =>
+            (filter.service === undefined || g.service === filter.service) &&
+            (filter.state === undefined || g.state === filter.state),
+        });
+        return { items: page.generations, cursor: page.cursor };
+      }),
     );
   }
 

@@ -55,6 +55,9 @@ import type {
   WriteLease,
 } from "./coord-types.ts";
 import { publishBody } from "./coord-values.ts";
+import { listScopes } from "../../protocol/listing-routes.ts";
+import type { ScopeSummary } from "../../protocol/listing.ts";
+import { followCursors, type PageOptions } from "../listing.ts";
 import { CoordResume, HttpCoordWatch } from "./coord-watch.ts";
 import { HeldWriteLease, type LeaseDriver, type LeaseGrant, type LeaseTimingOptions } from "./write-lease.ts";
 import { defaultSafetyMarginMs } from "../lease-timing.ts";
@@ -77,6 +80,13 @@ export class HttpCoordinator implements Coordinator {
     this.transport = new HttpTransport(options);
     this.clock = options.clock ?? systemClock;
     this.timing = { safetyMarginMs: options.safetyMarginMs, releaseTimeoutMs: options.releaseTimeoutMs };
+  }
+  listScopes(filter: { volumeId?: string | undefined } = {}, opts: PageOptions = {}): AsyncIterable<ScopeSummary> {
+    return followCursors(async (cursor) => {
+      const query = { volumeId: filter.volumeId, limit: opts.limit, cursor };
+      const page = await this.transport.call(listScopes, { query }, opts.signal);
+      return { items: page.scopes, cursor: page.cursor };
+    });
   }
 
   async capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {

@@ -12,6 +12,8 @@
  * replay `wantLock`/`unlocked` events and yields a synthetic `resumed` hint instead); the
  * snapshot is the truth.
  */
+import type { ScopeSummary } from "../../protocol/listing.ts";
+import type { PageOptions } from "../listing.ts";
 
 /**
  * What a coordination call is about. Identity is (volumeId, objectStoreId, key);
@@ -168,4 +170,12 @@ export interface Coordinator {
   tryAcquireWriteLease(scope: Scope, opts?: AcquireOptions): Promise<TryAcquireResult>;
   /** Queue first-come first-served until granted, `waitMs` passes (`lease_held`) or `signal` aborts. */
   waitAcquireWriteLease(scope: Scope, opts?: WaitAcquireOptions): Promise<WriteLease>;
+  /**
+   * Every scope of the namespace that was ever granted a lease, ordered by volume, store and
+   * key (UTF-8 bytes), following cursors (SPEC §6). Over HTTP from the namespace index (up to
+   * 2 s behind); `wantLock` there is as of the scope's last durable change.
+   */
+  listScopes(filter?: { volumeId?: string | undefined }, opts?: PageOptions): AsyncIterable<ScopeSummary>;
 }
+
+export type { ScopeSummary, PageOptions };

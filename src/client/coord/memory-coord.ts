@@ -56,6 +56,11 @@ import type {
 } from "./coord-types.ts";
 import { publishBody, toClientEvent } from "./coord-values.ts";
 import { MemoryWatch } from "./memory-coord-watch.ts";
+import { scopeListKey } from "../../core/listing-cursor.ts";
+import { formatCounter } from "../../protocol/counter.ts";
+import { listScopes } from "../../protocol/listing-routes.ts";
+import type { ScopeSummary } from "../../protocol/listing.ts";
+import { followCursors, memoryPage, type PageOptions } from "../listing.ts";
 import { HeldWriteLease, type LeaseDriver, type LeaseGrant, type LeaseTimingOptions } from "./write-lease.ts";
 
 export interface MemoryCoordinatorOptions extends LeaseTimingOptions {
@@ -183,6 +188,35 @@ export class MemoryCoordinator implements Coordinator {
    */
   revokeLease(scope: Scope, leaseId: string): void {
     this.apply(this.entry(checkScope(scope)), { kind: "release", leaseId });
+  }
+
+  listScopes(filter: { volumeId?: string | undefined } = {}, opts: PageOptions = {}): AsyncIterable<ScopeSummary> {
+    return followCursors(async (cursor) => {
+      opts.signal?.throwIfAborted();
+      await Promise.resolve();
+      // A scope the index would know: one whose state was ever saved (every save follows a grant).
+      const items = [...this.scopes.values()]
+        .filter((e) => e.state.epoch > 0n)
+        .map(({ state }) => ({
+          key: scopeListKey(state.scope),
+          wire: {
+            ...state.scope,
+            generation: formatCounter(state.generation),
+            held: state.holder !== null,
+            wantLock: state.waiters.length > 0,
+            leaseExpiresAtMs: state.holder?.expiresAtMs ?? 0,
+          },
+        }));
+      const page = memoryPage({
+        route: listScopes,
+        field: "scopes",
+        scope: { namespace: "", list: "scopes", filters: [filter.volumeId] },
+        query: { volumeId: filter.volumeId, limit: opts.limit, cursor },
+        items,
+        keep: (w) => filter.volumeId === undefined || w.volumeId === filter.volumeId,
+      });
+      return { items: page.scopes, cursor: page.cursor };
+    });
   }
 
   /** Stop every timer and end every watch (the coordinator is unusable afterwards). */

@@ -9,6 +9,7 @@
  * Does not: validate the scope (there is nothing to coordinate).
  */
 import { ShiftlockError } from "../../protocol/errors.ts";
+import type { ScopeSummary } from "../../protocol/listing.ts";
 import type {
   AcquireOptions,
   BackendKind,
@@ -54,6 +55,11 @@ export class UnsupportedCoordinator implements Coordinator {
       detectsLoss: false,
       fallbackReason: this.reason,
     }));
+  }
+
+  /** Nothing to list: this backend coordinates nothing. */
+  async *listScopes(): AsyncIterable<ScopeSummary> {
+    // An empty listing (no scope can exist here), not an error.
   }
 
   snapshot(_scope: Scope, opts: CallOptions = {}): Promise<Snapshot> {

@@ -1,0 +1,85 @@
+/**
+ * Listing and stats routes (SPEC §6 "Listing", docs/listing.md): the declared routes of
+ * protocol/listing-routes.ts answered from the namespace's index object.
+ *
+ * Guarantees: the cursor is checked here (core/listing-cursor.ts) before the index is
+ * addressed, so a tampered or foreign cursor is 400 `invalid_request` (field `cursor`) and
+ * reads nothing; each namespace has its own index object (`objectName(ns, "index")`), so no
+ * namespace sees another's entries; `limit` defaults to 100.
+ *
+ * Does not: read the claim, generation or scope objects (a GET of one of them is exact; the
+ * index may lag by up to 2 s).
+ */
+import type { Hono } from "hono";
+import { type CursorScope, decodeCursor, encodeCursor } from "../core/listing-cursor.ts";
+import type { NamespaceIndex } from "../listing/index-object.ts";
+import type { IndexKind } from "../listing/delivery.ts";
+import { LIST_LIMIT_DEFAULT } from "../protocol/listing.ts";
+import { listClaims, listGenerations, listScopes, namespaceStats } from "../protocol/listing-routes.ts";
+import type { AppEnv } from "./app-env.ts";
+import type { AppContext } from "./mount.ts";
+import { mount } from "./mount.ts";
+import type { WireResponse } from "../core/claim-response.ts";
+import { objectName } from "./object-names.ts";
+
+function indexStub(c: AppContext, ns: string): DurableObjectStub<NamespaceIndex> {
+  return c.env.INDEX.getByName(objectName(ns, "index"));
+}
+
+/** What one list request asks of the index. */
+interface ListRequest {
+  kind: IndexKind;
+  field: string;
+  scope: CursorScope;
+  cursor: string | undefined;
+  limit: number | undefined;
+  prefix?: string | undefined;
+  f1: string | undefined;
+  f2: string | undefined;
+}
+
+async function listPage(c: AppContext, ns: string, r: ListRequest): Promise<WireResponse> {
+  const after = r.cursor === undefined ? undefined : decodeCursor(r.scope, r.cursor);
+  const limit = r.limit ?? LIST_LIMIT_DEFAULT;
+  const page = await indexStub(c, ns).page({ kind: r.kind, after, prefix: r.prefix, f1: r.f1, f2: r.f2, limit });
+  const cursor = page.more && page.lastKey !== undefined ? encodeCursor(r.scope, page.lastKey) : null;
+  return { status: 200, body: { [r.field]: page.records, cursor } };
+}
+
+export function mountListingRoutes(app: Hono<AppEnv>): void {
+  mount(app, listClaims, (c, { params, query }) =>
+    listPage(c, params.ns, {
+      kind: "claim",
+      field: "claims",
+      scope: { namespace: params.ns, list: "claims", filters: [query.prefix, query.phase, query.owner] },
+      cursor: query.cursor,
+      limit: query.limit,
+      prefix: query.prefix,
+      f1: query.phase,
+      f2: query.owner,
+    }),
+  );
+  mount(app, listGenerations, (c, { params, query }) =>
+    listPage(c, params.ns, {
+      kind: "generation",
+      field: "generations",
+      scope: { namespace: params.ns, list: "generations", filters: [query.service, query.state] },
+      cursor: query.cursor,
+      limit: query.limit,
+      f1: query.service,
+      f2: query.state,
+    }),
+  );
+  mount(app, listScopes, (c, { params, query }) =>
+    listPage(c, params.ns, {
+      kind: "scope",
+      field: "scopes",
+      scope: { namespace: params.ns, list: "scopes", filters: [query.volumeId] },
+      cursor: query.cursor,
+      limit: query.limit,
+      f1: query.volumeId,
+      f2: undefined,
+    }),
+  );
+  mount(app, namespaceStats, async (c, { params }) => ({ status: 200, body: await indexStub(c, params.ns).stats() }));
+}
