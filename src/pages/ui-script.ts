@@ -33,7 +33,7 @@ ${PAGE_COMMON}
   var TIMELINE_MAX = 50;
   var PING_MS = 30000;
 
-  var state = { ns: "", cursors: [null], page: 0, next: null, rows: new Map(), selected: null };
+  var state = { ns: "", cursors: [null], page: 0, next: null, rows: new Map(), timelines: new Map(), selected: null };
 
   function $(id) { return document.getElementById(id); }
   function status(text) { $("status").textContent = text; }
@@ -157,7 +157,9 @@ ${PAGE_COMMON}
         var select = el("button", { type: "button", class: "link", text: record.name, "aria-label": "Timeline of " + record.name });
         var tr = el("tr", { "data-name": record.name }, [el("th", { scope: "row" }, [select]),
           el("td"), el("td"), el("td"), el("td", { class: "expiry" }), el("td"), el("td")]);
-        var row = { name: record.name, record: record, tr: tr, timeline: [], ws: null, closed: false };
+        // A claim's timeline outlives its row: paging or filtering away and back keeps it.
+        if (!state.timelines.has(record.name)) state.timelines.set(record.name, []);
+        var row = { name: record.name, record: record, tr: tr, timeline: state.timelines.get(record.name), ws: null, closed: false };
         select.addEventListener("click", function () { state.selected = row.name; renderTimeline(row); $("timeline-panel").hidden = false; });
         state.rows.set(record.name, row);
         tbody.appendChild(tr);
@@ -201,6 +203,7 @@ ${PAGE_COMMON}
 
   function open(ns) {
     state.ns = ns;
+    state.timelines = new Map();
     state.cursors = [null];
     state.page = 0;
     $("connect").hidden = true;

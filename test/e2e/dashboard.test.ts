@@ -1,0 +1,120 @@
+// GET /ui in a real browser (headless Chromium, test/e2e/browser.ts): the dashboard lists the
+// claims created through the API from the namespace index, and its rows follow each claim's
+// watch — an acquire, a prepared and committed transfer, and a release each show up in the
+// row (and in the claim's timeline) without reloading. Also takes the screenshot the README
+// shows (docs/dashboard.png) when SHIFTLOCK_SCREENSHOT=1.
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { HttpClaimsBackend } from "../../src/client/index.ts";
+import { describeBrowser, launchChromium } from "./browser.ts";
+
+/** Generous: a row follows its watch in well under a second on a quiet machine (see docs/dashboard.md). */
+const ROW_UPDATE_TIMEOUT_MS = 10_000;
+const TTL_MS = 60_000;
+
+let browser: Browser | undefined;
+let page: Page;
+let claims: HttpClaimsBackend;
+const errors: string[] = [];
+const namespace = `e2e-ui-${process.pid}`;
+const names = ["payments-leader", "scheduler", "shard-0", "shard-1"];
+
+/** The row of `claim` has `attribute` = `value` (it follows the claim's watch). */
+async function rowShows(claim: string, attribute: string, value: string): Promise<void> {
+  await page.waitForSelector(`tr[data-name="${claim}"][${attribute}="${value}"]`, { timeout: ROW_UPDATE_TIMEOUT_MS });
+}
+
+describeBrowser("the /ui dashboard in headless Chromium", () => {
+  beforeAll(async () => {
+    claims = new HttpClaimsBackend({ baseUrl: inject("serverUrl"), token: "dev-token", namespace });
+    for (const claimName of names) await claims.acquireClaim({ claimName, generationId: "gen-a", ttlMs: TTL_MS });
+    // The index may lag the objects (SPEC §6: at most 2 s): wait until it lists them all.
+    for (;;) {
+      const res = await fetch(`${inject("serverUrl")}/v1/ns/${namespace}/claims`, {
+        headers: { authorization: "Bearer dev-token" },
+      });
+      const body: { claims?: unknown[] } = await res.json();
+      if (body.claims?.length === names.length) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on("pageerror", (e) => errors.push(e.message));
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(m.text());
+    });
+    await page.goto(`${inject("serverUrl")}/ui?ns=${namespace}#token=dev-token`);
+    await page.waitForSelector("body[data-ready=true]");
+    for (const claim of names) await page.waitForSelector(`tr[data-name="${claim}"][data-watching=true]`);
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await claims.close();
+  });
+
+  it("lists the namespace's claims with owner, token and phase, and keeps the token out of the address bar", async () => {
+    const rows = await page.locator("#claims-body tr").all();
+    const shown = await Promise.all(rows.map(async (r) => (await r.getAttribute("data-name")) ?? ""));
+    expect(shown).toEqual([...names].sort());
+    await rowShows("scheduler", "data-owner", "gen-a");
+    await rowShows("scheduler", "data-phase", "owned");
+    expect(new URL(page.url()).hash).toBe("");
+    expect(new URL(page.url()).searchParams.get("ns")).toBe(namespace);
+    expect(errors).toEqual([]);
+  });
+
+  it("follows a release, an acquire by another generation, and a transfer prepared then committed", async () => {
+    const held = await claims.getClaim("shard-0");
+    await claims.releaseClaim({ claimName: "shard-0", generationId: "gen-a", token: held.fencingToken });
+    await rowShows("shard-0", "data-phase", "unowned");
+
+    const taken = await claims.acquireClaim({ claimName: "shard-0", generationId: "gen-b", ttlMs: TTL_MS });
+    await rowShows("shard-0", "data-owner", "gen-b");
+    await rowShows("shard-0", "data-token", taken.fencingToken.toString());
+
+    const current = await claims.getClaim("shard-1");
+    const request = { claimName: "shard-1", fromGeneration: "gen-a", toGeneration: "gen-b", ttlMs: TTL_MS };
+    await claims.prepareTransfer({ ...request, token: current.fencingToken });
+    await rowShows("shard-1", "data-successor", "gen-b");
+    expect(await page.textContent(`tr[data-name="shard-1"] td:nth-child(4)`)).toContain("→ gen-b");
+    const committed = await claims.commitTransfer({ ...request, expectedToken: current.fencingToken });
+    await rowShows("shard-1", "data-owner", "gen-b");
+    await rowShows("shard-1", "data-token", committed.fencingToken.toString());
+    await rowShows("shard-1", "data-successor", "");
+
+    await page.click(`tr[data-name="shard-1"] button`);
+    const reasons = await Promise.all(
+      (await page.locator("#timeline li").all()).map(async (li) => (await li.getAttribute("data-reason")) ?? ""),
+    );
+    expect(reasons).toEqual(["transfer_committed", "transfer_prepared"]);
+    expect(errors).toEqual([]);
+  });
+
+  it("filters through the index (name prefix) and comes back to the whole list, timelines kept", async () => {
+    await page.fill("#filter-prefix", "shard-");
+    await page.click("#claim-filters button[type=submit]");
+    await page.waitForSelector("#page-label:text-is('page 1 · 2 claims')");
+    const rows = await page.locator("#claims-body tr").all();
+    expect(await Promise.all(rows.map(async (r) => await r.getAttribute("data-name")))).toEqual(["shard-0", "shard-1"]);
+    await page.fill("#filter-prefix", "");
+    await page.click("#claim-filters button[type=submit]");
+    await page.waitForSelector(`#page-label:text-is('page 1 · ${names.length} claims')`);
+    await page.waitForSelector(`tr[data-name="scheduler"][data-watching=true]`);
+    // A claim's timeline survives its row being paged or filtered away and back.
+    await page.click(`tr[data-name="shard-1"] button`);
+    expect(await page.locator("#timeline li").count()).toBe(2);
+    if (process.env["SHIFTLOCK_SCREENSHOT"] === "1")
+      await page.screenshot({ path: "docs/dashboard.png", fullPage: true });
+  });
+
+  it("opens from a form when no namespace or token is given", async () => {
+    const fresh = await browser!.newPage();
+    await fresh.goto(`${inject("serverUrl")}/ui`);
+    await fresh.fill("#ns-input", namespace);
+    await fresh.fill("#token-input", "dev-token");
+    await fresh.press("#token-input", "Enter");
+    await fresh.waitForSelector(`tr[data-name="payments-leader"]`);
+    await fresh.close();
+  });
+});
