@@ -32,6 +32,9 @@ const PAGES: Record<string, { type: string; body: string }> = {
   "/ui/app.css": { type: "text/css; charset=utf-8", body: PAGE_STYLE },
 };
 
+/** The paths of the pages: served here, deliberately not in `/openapi.json`. */
+export const PAGE_PATHS: readonly string[] = Object.keys(PAGES);
+
 export function mountPages(app: Hono<AppEnv>): void {
   for (const [path, page] of Object.entries(PAGES)) {
     app.get(

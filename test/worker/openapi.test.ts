@@ -3,6 +3,7 @@
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/http/app.ts";
+import { PAGE_PATHS } from "../../src/http/pages.ts";
 
 interface Operation {
   operationId: string;
@@ -44,6 +45,7 @@ function served(): Set<string> {
   const out = new Set<string>();
   for (const route of app.routes) {
     if (route.method === "ALL") continue; // middleware
+    if (PAGE_PATHS.includes(route.path)) continue; // pages, not API operations (pages.test.ts)
     out.add(`${route.method.toLowerCase()} ${shape(route.path)}`);
   }
   return out;
