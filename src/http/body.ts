@@ -55,11 +55,19 @@ function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
-/** Parse and validate a JSON body. An empty body is treated as `{}`. */
+/** JSON's own whitespace (RFC 8259): what may surround a value. `trim()` would take more (NBSP, U+FEFF, …). */
+const JSON_WHITESPACE_ONLY = /^[ \t\n\r]*$/;
+
+/**
+ * Parse and validate a JSON body. A body of JSON whitespace only (or none) is treated as
+ * `{}`. One leading byte order mark is dropped by UTF-8 decoding (WHATWG Encoding); any
+ * other U+FEFF, like any other non-JSON whitespace, makes the body invalid JSON. The
+ * `Content-Type` header is not consulted: a body is JSON whatever it declares.
+ */
 export async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
   const text = await readBodyText(c.req.raw);
   let value: unknown = {};
-  if (text.trim() !== "") {
+  if (!JSON_WHITESPACE_ONLY.test(text)) {
     try {
       value = JSON.parse(text);
     } catch {
