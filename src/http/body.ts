@@ -82,7 +82,9 @@ export async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Prom
 /** Validate the query string (each parameter at most once). */
 export function queryParams<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
   const url = new URL(c.req.url);
-  const value: Record<string, string> = {};
+  // No prototype: `?__proto__=1` must become an own (unknown, refused) field, not a no-op
+  // assignment to Object.prototype's `__proto__` setter that would let it pass unseen.
+  const value = Object.create(null) as Record<string, string>;
   for (const [key, v] of url.searchParams) {
     if (Object.hasOwn(value, key)) {
       throw new ShiftlockError("invalid_request", `query parameter ${key} given twice`, { field: key });
