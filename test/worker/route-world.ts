@@ -186,25 +186,32 @@ export function worldBody(route: RouteSpec, w: World): unknown {
   return sample(schema, "", overrides);
 }
 
-/** The world's Durable Objects. */
-function worldStubs(w: World): DurableObjectStub[] {
-  return [
-    env.CLAIMS.getByName(objectName(w.ns, "claim", w.claim)),
-    env.GENERATIONS.getByName(objectName(w.ns, "generation", w.generation)),
-    env.GENERATIONS.getByName(objectName(w.ns, "generation", w.successor)),
-    env.SCOPES.getByName(objectName(w.ns, "scope", w.volumeId, w.objectStoreId, "")),
-    env.SCOPES.getByName(objectName(w.ns, "scope", w.volumeId, "", w.key)),
-    env.SCOPES.getByName(objectName(w.ns, "scope", w.volumeId, w.objectStoreId, w.key)),
-  ];
+/** The world's Durable Objects; with `route`, only those it can address. */
+function worldStubs(w: World, route?: RouteSpec): DurableObjectStub[] {
+  const claims = [env.CLAIMS.getByName(objectName(w.ns, "claim", w.claim))];
+  const generations = [w.generation, w.successor].map((id) =>
+    env.GENERATIONS.getByName(objectName(w.ns, "generation", id)),
+  );
+  const scopes = {
+    store: env.SCOPES.getByName(objectName(w.ns, "scope", w.volumeId, w.objectStoreId, "")),
+    volumeKey: env.SCOPES.getByName(objectName(w.ns, "scope", w.volumeId, "", w.key)),
+    storeKey: env.SCOPES.getByName(objectName(w.ns, "scope", w.volumeId, w.objectStoreId, w.key)),
+  };
+  if (route === undefined) return [...claims, ...generations, ...Object.values(scopes)];
+  if (route.tag === "claims") return claims;
+  if (route.tag === "generations") return generations;
+  if (route.tag === "coord") return [scopes[family(route)]];
+  return [];
 }
 
 /**
- * Every row of every table and the alarm of each of the world's objects, as one string:
- * equal before and after a request exactly when it stored nothing.
+ * Every row of every table and the alarm of each of the world's objects (with `route`, of
+ * those it can address), as one string: equal before and after a request exactly when it
+ * stored nothing there.
  */
-export async function dumpWorld(w: World): Promise<string> {
+export async function dumpWorld(w: World, route?: RouteSpec): Promise<string> {
   const dumps: unknown[] = [];
-  for (const stub of worldStubs(w)) {
+  for (const stub of worldStubs(w, route)) {
     dumps.push(
       await runInDurableObject(stub, async (_instance, state) => {
         const sql = state.storage.sql;
