@@ -6,8 +6,8 @@
 //
 // Each command runs on both sides — the in-memory backends and the real server through the
 // HTTP client — and records one normalized outcome per side: the resolved value or the
-// error's code and details, with every time field (`…AtMs`, `…Ms`) removed and counters as
-// decimal strings. The outcomes must be equal. Times are the only thing left out: the memory
+// error's code and details, with every time field (`…AtMs`, `…Ms`) and lease id (random
+// on each side) removed and counters as decimal strings. The outcomes must be equal. Times are the only thing left out: the memory
 // side runs on a frozen ManualClock and the server on its own clock, every ttl is at least
 // an hour, so nothing expires during a sequence and expiry is not modelled.
 import fc from "fast-check";
@@ -36,6 +36,9 @@ export interface Real {
   log: string[];
 }
 
+/** Steps compared so far and how many ended in each outcome (`ok` or an error code), for the run's summary. */
+export const STATS = { steps: 0, outcomes: new Map<string, number>() };
+
 /** fast-check's model: nothing beyond the real state is needed to choose commands. */
 export type Model = Record<string, never>;
 
@@ -51,7 +54,7 @@ const SCOPES: readonly Scope[] = [
 
 const scopeKey = (scope: Scope): string => `${scope.volumeId}/${scope.objectStoreId ?? ""}/${scope.key ?? ""}`;
 
-/** A value with time fields dropped and bigints as strings, for comparison. */
+/** A value with time fields and lease ids (random per side) dropped and bigints as strings, for comparison. */
 export function normalize(value: unknown): unknown {
   if (typeof value === "bigint") return value.toString();
   if (value instanceof Uint8Array) return `bytes:${[...value].join(",")}`;
@@ -59,7 +62,7 @@ export function normalize(value: unknown): unknown {
   if (value !== null && typeof value === "object") {
     return Object.fromEntries(
       Object.entries(value as Record<string, unknown>)
-        .filter(([key]) => !/(AtMs|Ms)$/.test(key))
+        .filter(([key]) => !/(AtMs|Ms)$/.test(key) && key !== "leaseId")
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([key, v]) => [key, normalize(v)]),
     );
@@ -91,6 +94,9 @@ async function both<T>(real: Real, what: string, call: (side: Side) => Promise<T
   );
   const [memory, server] = outcomes.map((o) => JSON.stringify(o));
   real.log.push(`${what} → ${memory}`);
+  STATS.steps++;
+  const kind = (outcomes[0] as { error?: string }).error ?? "ok";
+  STATS.outcomes.set(kind, (STATS.outcomes.get(kind) ?? 0) + 1);
   if (memory !== server) {
     throw new Error(
       `memory and server disagree on ${what}\n  memory: ${memory}\n  server: ${server}\n` +
@@ -159,21 +165,25 @@ function toBatchOp(real: Real, r: ClaimOpRecipe): BatchOp {
   }
 }
 
-/** The single call a batch op stands for. */
-function single(side: Side, op: BatchOp): Promise<unknown> {
+/** The single call a batch op stands for (its request without `op`, which single calls refuse). */
+function single(side: Side, batchOp: BatchOp): Promise<unknown> {
+  const { op: _op, ...request } = batchOp;
+  const op = { op: batchOp.op, request } as {
+    [K in BatchOp["op"]]: { op: K; request: Omit<Extract<BatchOp, { op: K }>, "op"> };
+  }[BatchOp["op"]];
   switch (op.op) {
     case "acquire":
-      return side.claims.acquireClaim(op);
+      return side.claims.acquireClaim(op.request);
     case "renew":
-      return side.claims.renewClaim(op);
+      return side.claims.renewClaim(op.request);
     case "release":
-      return side.claims.releaseClaim(op);
+      return side.claims.releaseClaim(op.request);
     case "prepare":
-      return side.claims.prepareTransfer(op);
+      return side.claims.prepareTransfer(op.request);
     case "commit":
-      return side.claims.commitTransfer(op);
+      return side.claims.commitTransfer(op.request);
     default:
-      return side.claims.abortTransfer(op);
+      return side.claims.abortTransfer(op.request);
   }
 }
 

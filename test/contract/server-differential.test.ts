@@ -14,7 +14,7 @@
 // FUZZ_RUNS sequences (default 30), FUZZ_SEED to replay (FUZZ_PATH for the shrunk case); the
 // seed is in fast-check's failure report. See docs/fuzzing.md.
 import fc from "fast-check";
-import { inject, it } from "vitest";
+import { afterAll, inject, it } from "vitest";
 import WebSocket from "ws";
 import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
 import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
@@ -23,10 +23,15 @@ import { MemoryCoordinator } from "../../src/client/coord/memory-coord.ts";
 import { ManualClock } from "../../src/core/clock.ts";
 import { fastCheckParameters, fuzzSettings } from "../fuzz/fuzz-settings.ts";
 import type { Model, Real, Side } from "./differential-commands.ts";
-import { COMMANDS } from "./differential-commands.ts";
+import { COMMANDS, STATS } from "./differential-commands.ts";
 
 const settings = fuzzSettings(process.env, 30);
 const TOKEN = "dev-token";
+
+afterAll(() => {
+  const outcomes = [...STATS.outcomes].map(([kind, n]) => `${kind} ${n}`).join(", ");
+  console.warn(`differential: seed ${settings.seed}, ${STATS.steps} steps compared (${outcomes})`);
+});
 
 function sides(): { memory: Side; server: Side; close: () => Promise<void> } {
   const clock = new ManualClock(1_700_000_000_000);
@@ -52,7 +57,7 @@ it(
   { timeout: 120_000 + settings.runs * 10_000 },
   async () => {
     await fc.assert(
-      fc.asyncProperty(fc.commands(COMMANDS, { maxCommands: 40 }), async (commands) => {
+      fc.asyncProperty(fc.commands(COMMANDS, { maxCommands: 40, size: "max" }), async (commands) => {
         const { memory, server, close } = sides();
         const real: Real = { memory, server, tokens: new Map(), generations: new Map(), log: [] };
         try {
