@@ -7,14 +7,16 @@
 // Each command runs on both sides — the in-memory backends and the real server through the
 // HTTP client — and records one normalized outcome per side: the resolved value or the
 // error's code and details, with every time field (`…AtMs`, `…Ms`) and lease id (random
-// on each side) removed and counters as decimal strings. The outcomes must be equal. Times are the only thing left out: the memory
-// side runs on a frozen ManualClock and the server on its own clock, every ttl is at least
-// an hour, so nothing expires during a sequence and expiry is not modelled.
+// on each side) removed and counters as decimal strings. The outcomes must be equal. Times
+// are the only thing left out: the memory side runs on a ManualClock that moves 1 ms per
+// step and the server on its own clock; every ttl is at least an hour, so nothing expires
+// during a sequence and expiry is not modelled.
 import fc from "fast-check";
 import type { ClaimsBackend, BatchOp } from "../../src/client/claims/claims-backend.ts";
 import type { Coordinator, PublishRequest, Scope, WriteLease } from "../../src/client/coord/coord-types.ts";
 import { GENERATION_STATES } from "../../src/protocol/generations.ts";
 import { ShiftlockError } from "../../src/protocol/errors.ts";
+import type { ManualClock } from "../../src/core/clock.ts";
 
 /** One side of the comparison: its claims backend, its coordinator, the leases it holds. */
 export interface Side {
@@ -34,6 +36,8 @@ export interface Real {
   generations: Map<string, bigint>;
   /** Outcomes so far, printed when a step disagrees. */
   log: string[];
+  /** The memory side's clock: one millisecond passes before every step (see {@link both}). */
+  clock: ManualClock;
 }
 
 /** Steps compared so far and how many ended in each outcome (`ok` or an error code), for the run's summary. */
@@ -82,6 +86,13 @@ async function outcome(call: () => Promise<unknown>): Promise<unknown> {
 
 /** Run `call` on both sides, fail unless the outcomes are equal, and return both raw results. */
 async function both<T>(real: Real, what: string, call: (side: Side) => Promise<T>): Promise<[unknown, unknown]> {
+  // At least a millisecond passes before every step on both sides: the memory clock is
+  // advanced by one, and the server's clock (this machine's) by waiting a millisecond. Time
+  // fields are not compared, but one rule reads them: an acquire by the owner that changes
+  // nothing but the heartbeat of the same millisecond is not a change (no version bump), so
+  // both sides must agree on whether any time passed.
+  await real.clock.advance(1);
+  await new Promise((resolve) => setTimeout(resolve, 1));
   const results: { value?: T }[] = [{}, {}];
   const outcomes = await Promise.all(
     [real.memory, real.server].map((side, i) =>

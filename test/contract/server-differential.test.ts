@@ -7,7 +7,7 @@
 // tokens, versions, epochs and generations, all but times. Each sequence gets a fresh
 // namespace on the server and fresh in-memory backends.
 //
-// Not covered: expiry (every ttl is an hour; the memory clock is frozen), coord keepalive
+// Not covered: expiry (every ttl is an hour; the memory clock moves 1 ms per step), coord keepalive
 // (the client's WriteLease sends it on its own timer, ttl/3, and exposes no call), waiting
 // acquires and watches.
 //
@@ -33,7 +33,7 @@ afterAll(() => {
   console.warn(`differential: seed ${settings.seed}, ${STATS.steps} steps compared (${outcomes})`);
 });
 
-function sides(): { memory: Side; server: Side; close: () => Promise<void> } {
+function sides(): { memory: Side; server: Side; clock: ManualClock; close: () => Promise<void> } {
   const clock = new ManualClock(1_700_000_000_000);
   const memoryCoord = new MemoryCoordinator({ clock });
   const memory: Side = { claims: new MemoryClaimsBackend({ clock }), coord: memoryCoord, leases: [] };
@@ -42,6 +42,7 @@ function sides(): { memory: Side; server: Side; close: () => Promise<void> } {
   return {
     memory,
     server,
+    clock,
     close: async () => {
       for (const side of [memory, server]) {
         await Promise.all(side.leases.map((lease) => lease.release().catch(() => undefined)));
@@ -58,8 +59,8 @@ it(
   async () => {
     await fc.assert(
       fc.asyncProperty(fc.commands(COMMANDS, { maxCommands: 40, size: "max" }), async (commands) => {
-        const { memory, server, close } = sides();
-        const real: Real = { memory, server, tokens: new Map(), generations: new Map(), log: [] };
+        const { memory, server, clock, close } = sides();
+        const real: Real = { memory, server, clock, tokens: new Map(), generations: new Map(), log: [] };
         try {
           await fc.asyncModelRun((): { model: Model; real: Real } => ({ model: {}, real }), commands);
         } finally {
