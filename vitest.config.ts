@@ -15,6 +15,11 @@ export const TEST_AUTH_TOKENS = JSON.stringify([
 /** Origins the worker tests' CORS configuration allows (a list, as a deployment would set it). */
 export const TEST_CORS_ORIGINS = "https://app.example, https://ops.example";
 
+/** FUZZ_RUNS, FUZZ_SEED and FUZZ_PATH reach the worker fuzz tests as bindings (docs/fuzzing.md). */
+const FUZZ_BINDINGS = Object.fromEntries(
+  ["FUZZ_RUNS", "FUZZ_SEED", "FUZZ_PATH"].map((key) => [key, process.env[key] ?? ""]),
+);
+
 export default defineConfig({
   test: {
     projects: [
@@ -29,7 +34,9 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { AUTH_TOKENS: TEST_AUTH_TOKENS, CORS_ORIGINS: TEST_CORS_ORIGINS } },
+            miniflare: {
+              bindings: { AUTH_TOKENS: TEST_AUTH_TOKENS, CORS_ORIGINS: TEST_CORS_ORIGINS, ...FUZZ_BINDINGS },
+            },
           }),
         ],
         // The first request of a file starts the Worker bundle in a fresh isolate (≈3 s on a

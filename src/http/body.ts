@@ -55,11 +55,19 @@ function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
-/** Parse and validate a JSON body. An empty body is treated as `{}`. */
+/** JSON's own whitespace (RFC 8259): what may surround a value. `trim()` would take more (NBSP, U+FEFF, …). */
+const JSON_WHITESPACE_ONLY = /^[ \t\n\r]*$/;
+
+/**
+ * Parse and validate a JSON body. A body of JSON whitespace only (or none) is treated as
+ * `{}`. One leading byte order mark is dropped by UTF-8 decoding (WHATWG Encoding); any
+ * other U+FEFF, like any other non-JSON whitespace, makes the body invalid JSON. The
+ * `Content-Type` header is not consulted: a body is JSON whatever it declares.
+ */
 export async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
   const text = await readBodyText(c.req.raw);
   let value: unknown = {};
-  if (text.trim() !== "") {
+  if (!JSON_WHITESPACE_ONLY.test(text)) {
     try {
       value = JSON.parse(text);
     } catch {
@@ -74,7 +82,9 @@ export async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Prom
 /** Validate the query string (each parameter at most once). */
 export function queryParams<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
   const url = new URL(c.req.url);
-  const value: Record<string, string> = {};
+  // No prototype: `?__proto__=1` must become an own (unknown, refused) field, not a no-op
+  // assignment to Object.prototype's `__proto__` setter that would let it pass unseen.
+  const value = Object.create(null) as Record<string, string>;
   for (const [key, v] of url.searchParams) {
     if (Object.hasOwn(value, key)) {
       throw new ShiftlockError("invalid_request", `query parameter ${key} given twice`, { field: key });

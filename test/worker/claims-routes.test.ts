@@ -293,6 +293,11 @@ describe("claim routes", { timeout: 60_000 }, () => {
       const c = fresh();
       await c.post("/acquire", { generationId: "g1", ttlMs: TTL });
       expectError(await get(c.url("?x=1")), 400, "invalid_request");
+      // Found by the malformed-request fuzz: `__proto__` was assigned to a plain object's
+      // prototype setter, so it vanished and the request passed as if it had no query.
+      for (const key of ["__proto__", "constructor", "toString"]) {
+        expectError(await get(c.url(`?${key}=1`)), 400, "invalid_request");
+      }
     });
   });
 

@@ -1,6 +1,7 @@
 // SPEC §2 request bodies through the real router: the 64 KiB limit at its exact boundary
-// (declared and streamed), malformed JSON, unknown fields and wrong types as 400 naming the
-// field. Generation registration is the vehicle: its validation is the shared one.
+// (declared and streamed), malformed JSON, byte order marks and non-JSON whitespace, unknown
+// fields and wrong types as 400 naming the field, and Content-Type not consulted.
+// Generation registration is the vehicle: its validation is the shared one.
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 
@@ -110,5 +111,27 @@ describe("malformed bodies", () => {
 
   it("treats an empty body as {} and names the first missing field", async () => {
     await expectInvalid(await post(""), "id");
+    await expectInvalid(await post(" \n\t\r"), "id");
+  });
+
+  it("drops one leading byte order mark and reads the JSON after it", async () => {
+    const json = JSON.stringify({ id: crypto.randomUUID(), service: "svc", instanceId: "i-1" });
+    expect((await post(`\uFEFF${json}`)).status).toBe(200);
+    await expectInvalid(await post(`\uFEFF\uFEFF${json}`), "body");
+    await expectInvalid(await post(` \uFEFF${json}`), "body");
+  });
+
+  it("reads only JSON whitespace as an empty body: NBSP, U+2028 or a second BOM alone are invalid JSON", async () => {
+    for (const text of ["\u00a0", "\u2028", "\uFEFF\uFEFF", " \uFEFF "]) {
+      await expectInvalid(await post(text), "body");
+    }
+  });
+
+  it("does not consult Content-Type: the body is JSON whatever it declares", async () => {
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/xml"]) {
+      const json = JSON.stringify({ id: crypto.randomUUID(), service: "svc", instanceId: "i-1" });
+      expect((await post(json, { ...AUTH, "Content-Type": type })).status, type).toBe(200);
+      await expectInvalid(await post("{bad", { ...AUTH, "Content-Type": type }), "body");
+    }
   });
 });

@@ -4,53 +4,15 @@
 // and every error body is the SPEC envelope with a code the declaration lists.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { inlineSchema } from "../../src/http/openapi.ts";
 import { ERROR_STATUS } from "../../src/protocol/errors.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames, routeErrorCodes, routeStatuses } from "../../src/protocol/route.ts";
 import { ROUTES } from "../../src/protocol/routes.ts";
-
-type JsonSchema = {
-  type?: string;
-  pattern?: string;
-  minimum?: number;
-  enum?: unknown[];
-  const?: unknown;
-  properties?: Record<string, JsonSchema>;
-  items?: JsonSchema;
-  minItems?: number;
-  required?: string[];
-  anyOf?: JsonSchema[];
-};
-
-/** A value that satisfies `schema` (the wire form of a request body), smallest choices first. */
-function sample(schema: JsonSchema, field = ""): unknown {
-  if (schema.const !== undefined) return schema.const;
-  if (schema.enum !== undefined) return schema.enum.find((v) => v !== "") ?? schema.enum[0];
-  if (schema.anyOf !== undefined) return sample(schema.anyOf.find((s) => s.const !== "") ?? schema.anyOf[0]!, field);
-  switch (schema.type) {
-    case "object": {
-      const out: Record<string, unknown> = {};
-      for (const key of schema.required ?? []) out[key] = sample(schema.properties?.[key] ?? {}, key);
-      return out;
-    }
-    case "array":
-      return Array.from({ length: Math.max(schema.minItems ?? 0, 1) }, () => sample(schema.items ?? {}, field));
-    case "string":
-      return schema.pattern?.includes("[0-9]") === true ? "1" : `${field || "s"}-1`;
-    case "integer":
-    case "number":
-      return Math.max(schema.minimum ?? 0, 1_000);
-    case "boolean":
-      return false;
-    default:
-      return null;
-  }
-}
+import { bodySchema, sample } from "./route-world.ts";
 
 function wellFormedBody(route: RouteSpec): string | undefined {
-  if (route.body === undefined) return undefined;
-  return JSON.stringify(sample(inlineSchema(route.body)));
+  const schema = bodySchema(route);
+  return schema === undefined ? undefined : JSON.stringify(sample(schema));
 }
 
 function url(route: RouteSpec, ns: string): string {
