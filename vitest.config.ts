@@ -22,6 +22,10 @@ const FUZZ_BINDINGS = Object.fromEntries(
 
 export default defineConfig({
   test: {
+    // The one structured log line per write or refusal (docs/operations.md) is asserted by
+    // request-log.test.ts; printed for every request of every test it only buries the
+    // report (the fuzz suites send thousands).
+    onConsoleLog: (log) => !log.startsWith('{"namespace":'),
     projects: [
       {
         test: {
@@ -41,7 +45,11 @@ export default defineConfig({
         ],
         // The first request of a file starts the Worker bundle in a fresh isolate (≈3 s on a
         // busy 2-core machine); the default 5 s left no headroom for that cold start.
-        test: { name: "worker", include: ["test/worker/**/*.test.ts"], testTimeout: 15_000 },
+        test: {
+          name: "worker",
+          include: ["test/worker/**/*.test.ts"],
+          testTimeout: 15_000,
+        },
       },
       {
         test: {
