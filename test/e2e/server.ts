@@ -77,11 +77,7 @@ export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlo
         process.kill(-child.pid, "SIGTERM");
         await exited;
       }
-      const gone = Date.now() + 10_000;
-      while (groupAlive(child.pid)) {
-        if (Date.now() > gone) throw new Error(`process group ${child.pid} still alive 10 s after SIGTERM`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await groupGone(child.pid, "SIGTERM");
     },
   };
 }
@@ -93,6 +89,15 @@ function groupAlive(pgid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Resolves once no process of group `pgid` is left; throws 10 s after `signal` was sent. */
+export async function groupGone(pgid: number, signal: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (groupAlive(pgid)) {
+    if (Date.now() > deadline) throw new Error(`process group ${pgid} still alive 10 s after ${signal}`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -14,7 +14,7 @@
  * Does not: remove the state directory (the caller owns it).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { startCommand } from "../e2e/server.ts";
+import { groupGone, startCommand } from "../e2e/server.ts";
 
 export class ServerProcess {
   private child: ChildProcess | undefined;
@@ -97,21 +97,8 @@ export class ServerProcess {
     const pid = this.child?.pid;
     if (pid === undefined) return;
     this.signal(signal);
-    const deadline = Date.now() + 10_000;
-    while (groupAlive(pid)) {
-      if (Date.now() > deadline) throw new Error(`process group ${pid} still alive 10 s after ${signal}`);
-      await sleep(20);
-    }
+    await groupGone(pid, signal);
     this.child = undefined;
-  }
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
