@@ -24,11 +24,13 @@
  * Plain browser JavaScript in a string (the Worker's type environment has no DOM), tested end
  * to end in headless Chromium by test/e2e/dashboard.test.ts.
  */
+import { PAGE_CLOCK } from "./page-clock.ts";
 import { PAGE_COMMON } from "./page-common.ts";
 
 export const UI_SCRIPT = String.raw`"use strict";
 (function () {
 ${PAGE_COMMON}
+${PAGE_CLOCK}
   var PAGE_SIZE = 100;
   var TIMELINE_MAX = 50;
   var PING_MS = 30000;
@@ -48,9 +50,9 @@ ${PAGE_COMMON}
     });
   }
 
-  function expiresIn(record) {
+  function expiresIn(record, now) {
     if (!record || record.phase === "unowned") return "—";
-    var ms = record.expiresAtMs - Date.now();
+    var ms = record.expiresAtMs - now;
     return ms <= 0 ? "expired" : (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + " s";
   }
   function phaseText(record) {
@@ -66,7 +68,7 @@ ${PAGE_COMMON}
     cells[1].textContent = r ? r.ownerGeneration || "—" : "—";
     cells[2].textContent = r ? r.fencingToken : "—";
     cells[3].textContent = phaseText(r);
-    cells[4].textContent = expiresIn(r);
+    cells[4].textContent = expiresIn(r, nowMs());
     cells[5].textContent = r ? r.reason : "";
     cells[6].textContent = r ? r.version : "";
     row.tr.setAttribute("data-phase", r ? r.phase : "absent");
@@ -257,7 +259,8 @@ ${PAGE_COMMON}
   });
   $("close-timeline").addEventListener("click", function () { state.selected = null; $("timeline-panel").hidden = true; });
   setInterval(function () {
-    state.rows.forEach(function (row) { row.tr.querySelector(".expiry").textContent = expiresIn(row.record); });
+    var now = nowMs();
+    state.rows.forEach(function (row) { row.tr.querySelector(".expiry").textContent = expiresIn(row.record, now); });
   }, 1000);
 
   if (sessionStorage.getItem(NS_KEY) && token()) open(sessionStorage.getItem(NS_KEY));
