@@ -29,8 +29,8 @@ function indexStub(c: AppContext, ns: string): DurableObjectStub<NamespaceIndex>
 /** What one list request asks of the index. */
 interface ListRequest {
   kind: IndexKind;
-  field: string;
-  scope: CursorScope;
+  /** The answer's list field, also the cursor's list name. */
+  field: "claims" | "generations" | "scopes";
   cursor: string | undefined;
   limit: number | undefined;
   prefix?: string | undefined;
@@ -39,10 +39,12 @@ interface ListRequest {
 }
 
 async function listPage(c: AppContext, ns: string, r: ListRequest): Promise<WireResponse> {
-  const after = r.cursor === undefined ? undefined : decodeCursor(r.scope, r.cursor);
+  // A cursor is valid only for the namespace, list and filters it was issued for.
+  const scope: CursorScope = { namespace: ns, list: r.field, filters: [r.prefix, r.f1, r.f2] };
+  const after = r.cursor === undefined ? undefined : decodeCursor(scope, r.cursor);
   const limit = r.limit ?? LIST_LIMIT_DEFAULT;
   const page = await indexStub(c, ns).page({ kind: r.kind, after, prefix: r.prefix, f1: r.f1, f2: r.f2, limit });
-  const cursor = page.more && page.lastKey !== undefined ? encodeCursor(r.scope, page.lastKey) : null;
+  const cursor = page.more && page.lastKey !== undefined ? encodeCursor(scope, page.lastKey) : null;
   return { status: 200, body: { [r.field]: page.records, cursor } };
 }
 
@@ -51,7 +53,6 @@ export function mountListingRoutes(app: Hono<AppEnv>): void {
     listPage(c, params.ns, {
       kind: "claim",
       field: "claims",
-      scope: { namespace: params.ns, list: "claims", filters: [query.prefix, query.phase, query.owner] },
       cursor: query.cursor,
       limit: query.limit,
       prefix: query.prefix,
@@ -63,7 +64,6 @@ export function mountListingRoutes(app: Hono<AppEnv>): void {
     listPage(c, params.ns, {
       kind: "generation",
       field: "generations",
-      scope: { namespace: params.ns, list: "generations", filters: [query.service, query.state] },
       cursor: query.cursor,
       limit: query.limit,
       f1: query.service,
@@ -74,7 +74,6 @@ export function mountListingRoutes(app: Hono<AppEnv>): void {
     listPage(c, params.ns, {
       kind: "scope",
       field: "scopes",
-      scope: { namespace: params.ns, list: "scopes", filters: [query.volumeId] },
       cursor: query.cursor,
       limit: query.limit,
       f1: query.volumeId,
