@@ -4,24 +4,12 @@
  */
 import type { FaultEntry, OpEntry, OpRoute, Outcome, WatchEntry } from "../../torture/history.ts";
 import type { WireClaim } from "../../torture/check/observations.ts";
+import { emptyClaim } from "../../../src/core/claim-machine.ts";
+import { claimToWire } from "../../../src/protocol/claims.ts";
 
 /** A claim record; unset fields are those of a claim that was never owned. */
 export function record(fields: Partial<WireClaim> & { version: string }): WireClaim {
-  return {
-    name: "c",
-    ownerGeneration: "",
-    fencingToken: "0",
-    phase: "unowned",
-    acquiredAtMs: 0,
-    expiresAtMs: 0,
-    previousOwner: "",
-    pendingSuccessor: "",
-    drainStatus: "",
-    transferStatus: "",
-    lastHeartbeatMs: 0,
-    reason: "",
-    ...fields,
-  };
+  return { ...claimToWire(emptyClaim("c")), ...fields };
 }
 
 /** A claim `g` owns with `token` since `atMs` for `ttlMs`, at `version`. */
