@@ -50,7 +50,7 @@ export const PHASE_RULES = [
   [/src\/http\/auth\.ts$/, "auth"],
   [/node_modules\/zod\/|src\/protocol\/zod-invalid\.ts$/, "zod"],
   [/node_modules\/hono\/|src\/http\/(app|mount|body|params|cors)\.ts$|src\/protocol\/(names|route)\.ts$/, "hono/mount"],
-  [/src\/http\/(claims|coord|generations|object-names)\.ts$/, "RPC"],
+  [/src\/(http\/(claims|coord|generations)|durable\/object-names)\.ts$/, "RPC"],
   [/src\/[^/]+\/store\.ts$|src\/durable\/(migrations|alarm-schedule)\.ts$/, "SQL/storage"],
   [/src\/(core|claims|coord|generations|durable)\//, "object logic"],
 ];

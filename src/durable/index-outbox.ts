@@ -24,7 +24,7 @@
  * Does not: make the index exact. The objects are the truth; the index may lag them.
  */
 import { type Clock, systemClock } from "../core/clock.ts";
-import { objectName } from "../http/object-names.ts";
+import { objectName } from "./object-names.ts";
 import type { CounterDeltas, IndexDelivery, IndexEntry } from "../listing/delivery.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
 import { writeCounter } from "./metrics.ts";

@@ -23,7 +23,7 @@ import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
 import { errorAnswer, forwardWatch, mount } from "./mount.ts";
 import type { WireResponse } from "../core/claim-response.ts";
-import { objectName } from "./object-names.ts";
+import { objectName } from "../durable/object-names.ts";
 import { logRequest } from "./request-log.ts";
 import { systemClock } from "../core/clock.ts";
 

@@ -24,7 +24,7 @@ import type { ScopeRoutes } from "../protocol/scope-routes.ts";
 import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
 import { forwardWatch, mount } from "./mount.ts";
-import { objectName } from "./object-names.ts";
+import { objectName } from "../durable/object-names.ts";
 
 const noop = (): void => undefined;
 

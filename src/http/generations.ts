@@ -12,7 +12,7 @@ import { getGeneration, registerGeneration, updateGeneration } from "../protocol
 import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
 import { mount } from "./mount.ts";
-import { objectName } from "./object-names.ts";
+import { objectName } from "../durable/object-names.ts";
 
 function generationStub(c: AppContext, ns: string, id: string): DurableObjectStub<GenerationObject> {
   return c.env.GENERATIONS.getByName(objectName(ns, "generation", id));

@@ -20,7 +20,7 @@ import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
 import { mount } from "./mount.ts";
 import type { WireResponse } from "../core/claim-response.ts";
-import { objectName } from "./object-names.ts";
+import { objectName } from "../durable/object-names.ts";
 
 function indexStub(c: AppContext, ns: string): DurableObjectStub<NamespaceIndex> {
   return c.env.INDEX.getByName(objectName(ns, "index"));

@@ -16,7 +16,7 @@
  * Does not: know about objects that never delivered anything (an object whose first commit
  * was lost to a crash appears when it next wakes: its next request, its alarm or start-up).
  */
-import { objectName } from "../http/object-names.ts";
+import { objectName } from "../durable/object-names.ts";
 import { ShiftlockObject } from "../durable/object-base.ts";
 import { CLAIM_PHASES } from "../protocol/claims.ts";
 import { COUNTER_NAMES, type CounterWindow, type Stats } from "../protocol/listing.ts";

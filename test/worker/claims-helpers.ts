@@ -4,7 +4,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { ClaimObject } from "../../src/claims/claim-object.ts";
 import type { ClaimResponseWire } from "../../src/protocol/claims.ts";
-import { objectName } from "../../src/http/object-names.ts";
+import { objectName } from "../../src/durable/object-names.ts";
 import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
 
 export type { Watch };

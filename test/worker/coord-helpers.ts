@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
-import { objectName } from "../../src/http/object-names.ts";
+import { objectName } from "../../src/durable/object-names.ts";
 import type { Clock } from "../../src/core/clock.ts";
 
 export const WRITE = "test-write-all";

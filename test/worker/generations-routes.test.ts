@@ -3,7 +3,7 @@
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { objectName } from "../../src/http/object-names.ts";
+import { objectName } from "../../src/durable/object-names.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
 import { restartObject } from "./object-helpers.ts";

@@ -11,7 +11,7 @@ import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { NamespaceIndex } from "../../src/listing/index-object.ts";
 import type { IndexEntry } from "../../src/listing/delivery.ts";
-import { objectName } from "../../src/http/object-names.ts";
+import { objectName } from "../../src/durable/object-names.ts";
 import { compareUtf8 } from "../../src/core/listing-cursor.ts";
 import { READ, claimStub, claimUrl, get, post, unique } from "./claims-helpers.ts";
 

@@ -18,7 +18,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { ClaimObject, ClaimRequest } from "../../src/claims/claim-object.ts";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
-import { objectName } from "../../src/http/object-names.ts";
+import { objectName } from "../../src/durable/object-names.ts";
 import type { ScopeId } from "../../src/protocol/coord.ts";
 import { EVENT_RETENTION } from "../../src/claims/store.ts";
 import { churn, claimStub, unique } from "./claims-helpers.ts";
