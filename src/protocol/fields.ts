@@ -3,6 +3,7 @@
  * object helper (unknown fields are rejected, SPEC §2).
  */
 import { z } from "zod";
+import { hasLoneSurrogate } from "./names.ts";
 
 /** Lease durations: 100 ms … 24 h (SPEC §2). */
 export const TTL_MIN_MS = 100;
@@ -26,3 +27,16 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 
 /** Standard base64 (with padding), as used for binary values on the wire. */
 export const base64Schema = z.string().regex(BASE64, { message: "must be standard base64" });
+
+/**
+ * Free text kept as given (a generation's `reason`): at most `maxLength` UTF-16 code units
+ * and valid Unicode — a lone surrogate is refused, because the record would not read back as
+ * it was accepted (see `hasLoneSurrogate`).
+ */
+export function freeTextSchema(maxLength: number) {
+  return z
+    .string()
+    .max(maxLength)
+    .refine((value) => !hasLoneSurrogate(value), { message: "must be valid UTF-8 (no lone surrogates)" })
+    .describe(`free text, at most ${maxLength} UTF-16 code units, no lone surrogates`);
+}

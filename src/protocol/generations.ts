@@ -2,7 +2,7 @@
  * Generations on the wire (SPEC §3 "Generations"): record, bodies and the state set.
  */
 import { z } from "zod";
-import { epochMsSchema } from "./fields.ts";
+import { epochMsSchema, freeTextSchema } from "./fields.ts";
 import { nameSchema } from "./names.ts";
 
 export const GENERATION_STATES = [
@@ -40,7 +40,7 @@ export const REASON_MAX_LENGTH = 1024;
 
 export const patchGenerationBodySchema = z.strictObject({
   state: z.enum(GENERATION_STATES),
-  reason: z.string().max(REASON_MAX_LENGTH).optional(),
+  reason: freeTextSchema(REASON_MAX_LENGTH).optional(),
 });
 export type PatchGenerationBody = z.output<typeof patchGenerationBodySchema>;
 

@@ -15,11 +15,19 @@ const CONTROL = /\p{Cc}/u;
 const LONE_SURROGATE = /\p{Cs}/u;
 const encoder = new TextEncoder();
 
+/**
+ * True when `value` holds a lone surrogate: such a string has no UTF-8 form, so storage and
+ * the wire would turn it into U+FFFD and a later read would differ from what was accepted.
+ */
+export function hasLoneSurrogate(value: string): boolean {
+  return LONE_SURROGATE.test(value);
+}
+
 /** Why `value` is not a valid name, or undefined when it is. */
 export function nameProblem(value: string): string | undefined {
   if (value.length === 0) return "must not be empty";
   if (value === "." || value === "..") return "must not be '.' or '..' (URLs resolve them as dot segments)";
-  if (LONE_SURROGATE.test(value)) return "must be valid UTF-8";
+  if (hasLoneSurrogate(value)) return "must be valid UTF-8";
   if (CONTROL.test(value)) return "must not contain control characters";
   if (encoder.encode(value).byteLength > NAME_MAX_BYTES) return `must be at most ${NAME_MAX_BYTES} bytes of UTF-8`;
   return undefined;

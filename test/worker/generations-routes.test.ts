@@ -199,6 +199,23 @@ describe("PATCH /v1/ns/{ns}/generations/{id}", () => {
       expect(await res.json()).toMatchObject({ error: { code: "invalid_request", field } });
     }
   });
+
+  it("reads a reason back exactly as it accepted it: a lone surrogate is refused and stores nothing", async () => {
+    // Found by the malformed-request fuzzing at 10,000 cases: "x\udfffy" was accepted and
+    // answered as sent, but stored as U+FFFD, so the next read of the same version differed.
+    const { ns, id } = fresh();
+    await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" });
+    const kept = "drained 🚀 — ünïcode ok";
+    const accepted = await call("PATCH", `/v1/ns/${ns}/generations/${id}`, { state: "standby", reason: kept });
+    expect(((await accepted.json()) as GenerationBody).generation.reason).toBe(kept);
+    for (const reason of ["x\udfffy", "\ud83d", "tail \ud800"]) {
+      const res = await call("PATCH", `/v1/ns/${ns}/generations/${id}`, { state: "preparing", reason });
+      expect(res.status, JSON.stringify(reason)).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: "invalid_request", field: "reason" } });
+    }
+    const read = (await (await call("GET", `/v1/ns/${ns}/generations/${id}`)).json()) as GenerationBody;
+    expect(read.generation).toMatchObject({ state: "standby", reason: kept });
+  });
 });
 
 describe("generation storage", () => {
