@@ -8,6 +8,7 @@
 import { env, exports } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { inlineSchema } from "../../src/http/openapi.ts";
+import type { ShiftlockObject } from "../../src/durable/object-base.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames } from "../../src/protocol/route.ts";
@@ -134,12 +135,37 @@ export async function seedWorld(prefix: string): Promise<World> {
   }
   await setupCall("POST", `${scopes.store}/leases/${leases.store}/publish`, { root: { seeded: true } });
   const world = { ...w, token: acquired.claim.fencingToken as string, leases };
-  // A generation arms its alarm 1 s after a change, as the safety net of its index delivery
-  // (docs/listing.md). Run it now, so that background work cannot move the world's state
-  // between a test's before and after snapshots: only the request under test may.
-  for (const stub of generationStubs(world)) await runDurableObjectAlarm(stub);
+  await settleWorld(world);
   return world;
 }
+
+/**
+ * Let the world's background work finish now, so that it cannot move the state of the
+ * objects a route addresses between a test's before and after snapshots: only the request
+ * under test may. Runs every alarm due soon — a generation arms one 1 s after every change,
+ * as the safety net of its index delivery (docs/listing.md), so any accepted request leaves
+ * one behind — and, for a listing route, delivers every object's pending index entry and
+ * counters (the index is what such a route addresses). An alarm handler recomputes from the
+ * saved state, so running it early changes nothing but the alarm (it re-arms for what is
+ * really due).
+ */
+export async function settleWorld(w: World, route?: RouteSpec): Promise<void> {
+  const stubs = worldStubs(w, route);
+  if (route?.tag === "listing") {
+    for (const stub of worldStubs(w)) {
+      await runInDurableObject(stub, (instance) => (instance as ShiftlockObject).outbox.flush());
+    }
+  }
+  for (const stub of stubs) {
+    // Only alarms due within a test's span: not the expiries of the world's hour-long claim
+    // and leases (and running an alarm costs far more than reading when it is due).
+    const dueAtMs = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+    if (dueAtMs !== null && dueAtMs - Date.now() < SETTLE_HORIZON_MS) await runDurableObjectAlarm(stub);
+  }
+}
+
+/** Alarms due sooner than this are run by {@link settleWorld}. */
+const SETTLE_HORIZON_MS = 10_000;
 
 function family(route: RouteSpec): keyof World["leases"] {
   const keyed = route.path.includes("/keys/");
@@ -195,7 +221,7 @@ function generationStubs(w: World): DurableObjectStub[] {
   return [w.generation, w.successor].map((id) => env.GENERATIONS.getByName(objectName(w.ns, "generation", id)));
 }
 
-/** The world's Durable Objects; with `route`, only those it can address. */
+/** The world's Durable Objects; with `route`, only those it can address (a listing route: the namespace's index). */
 function worldStubs(w: World, route?: RouteSpec): DurableObjectStub[] {
   const claims = [env.CLAIMS.getByName(objectName(w.ns, "claim", w.claim))];
   const generations = generationStubs(w);
@@ -205,6 +231,7 @@ function worldStubs(w: World, route?: RouteSpec): DurableObjectStub[] {
     storeKey: env.SCOPES.getByName(objectName(w.ns, "scope", w.volumeId, w.objectStoreId, w.key)),
   };
   if (route === undefined) return [...claims, ...generations, ...Object.values(scopes)];
+  if (route.tag === "listing") return [env.INDEX.getByName(objectName(w.ns, "index"))];
   if (route.tag === "claims") return claims;
   if (route.tag === "generations") return generations;
   if (route.tag === "coord") return [scopes[family(route)]];
