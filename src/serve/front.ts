@@ -12,19 +12,31 @@
  * Authorization header — the wait is withdrawn, or a grant that could no longer be
  * delivered is given back.
  *
- * Guarantees: every other request and every WebSocket upgrade passes through byte for byte
- * (headers, status, body, frames), streamed, over kept-alive upstream connections; a body
- * is read into memory only for `POST …/leases` whose declared length is within the body
- * limit (anything else streams through; the Worker answers 413 past the limit).
+ * Guarantees:
+ * - Every other request and every WebSocket upgrade passes through byte for byte (headers,
+ *   status, body, frames) over kept-alive upstream connections. A request body whose
+ *   declared length is within the body limit is read whole first (so it can be sent again,
+ *   below); a longer or chunked one streams through (the Worker answers 413 past the limit).
+ * - A kept-alive upstream connection that workerd closed as the front reused it (the race
+ *   every keep-alive client has with an idle-closing server; a SIGSTOP/SIGCONT of the
+ *   server widens it) does not reach the caller: a request whose *reused* connection was
+ *   reset before any byte of an answer is sent once more, on a new connection. Nothing else
+ *   is retried — a failure on a new connection, or after the answer began, is final.
+ * - An upstream failure the caller can still receive is answered `502` with the SPEC
+ *   envelope (`internal`, the cause in the message) and logged on stderr; a failure after
+ *   the caller went away is only the front tearing the request down, and is silent.
  *
  * Does not: authenticate, validate or decide anything (the Worker does, after the front),
- * or withdraw a wait whose caller stays connected until `waitMs` passes.
+ * withdraw a wait whose caller stays connected until `waitMs` passes, or make a request
+ * that reached the Worker before its connection broke apply once (a reset connection
+ * leaves that ambiguous, as it does for any client; claim mutations carry operation ids).
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { ClientRequest } from "node:http";
 import { Agent, createServer, request as upstreamRequest } from "node:http";
 import { connect } from "node:net";
-import type { Socket } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 
 /** Bodies the Worker accepts (SPEC §2); a larger lease request passes through as it is. */
 const BODY_LIMIT_BYTES = 64 * 1024;
@@ -48,7 +60,7 @@ export async function startFront(options: FrontOptions): Promise<RunningFront> {
   const target = { host: options.upstream.hostname, port: Number(options.upstream.port) };
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
-    proxy(req, res, target, agent).catch(() => fail(res));
+    proxy(req, res, target, agent).catch((err: unknown) => fail(req, res, err as NodeJS.ErrnoException));
   });
   server.on("connection", (socket) => {
     sockets.add(socket);
@@ -59,8 +71,10 @@ export async function startFront(options: FrontOptions): Promise<RunningFront> {
     server.once("error", reject);
     server.listen(options.port, options.host, resolve);
   });
+  // The port it really listens on (port 0 asks the system for a free one).
+  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${options.host}:${options.port}`,
+    url: `http://${options.host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -74,32 +88,66 @@ type Target = { host: string; port: number };
 
 async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, agent: Agent): Promise<void> {
   const headers: IncomingHttpHeaders = { ...req.headers };
-  let body: Buffer | undefined;
   let waiterId: string | undefined;
-  const declared = Number(req.headers["content-length"] ?? "0");
-  if (req.method === "POST" && LEASES_PATH.test(req.url ?? "") && declared <= BODY_LIMIT_BYTES) {
-    body = await readAll(req);
-    const withWaiter = body.length <= BODY_LIMIT_BYTES ? ensureWaiterId(body) : undefined;
+  let body = await replayableBody(req);
+  if (body !== undefined && req.method === "POST" && LEASES_PATH.test(req.url ?? "")) {
+    const withWaiter = ensureWaiterId(body);
     if (withWaiter !== undefined) {
       ({ body, waiterId } = withWaiter);
       headers["content-length"] = String(body.length);
       delete headers["transfer-encoding"];
     }
   }
-  const upstream = upstreamRequest({ ...target, agent, method: req.method, path: req.url, headers });
-  upstream.on("response", (upRes) => {
-    res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, upRes.rawHeaders);
-    upRes.pipe(res);
-  });
-  upstream.on("error", () => fail(res));
+  let current: ClientRequest | undefined;
+  let callerGone = false;
+  const send = (fresh: boolean): void => {
+    // `agent: false`: a connection of its own, never one that sat idle in the pool.
+    const upstream = upstreamRequest({
+      ...target,
+      agent: fresh ? false : agent,
+      method: req.method,
+      path: req.url,
+      headers,
+    });
+    current = upstream;
+    let answered = false;
+    upstream.on("response", (upRes) => {
+      answered = true;
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, upRes.rawHeaders);
+      upRes.pipe(res);
+    });
+    upstream.on("error", (err: NodeJS.ErrnoException) => {
+      if (callerGone) return;
+      if (!answered && !fresh && body !== undefined && upstream.reusedSocket && RESET_CODES.has(err.code ?? "")) {
+        send(true);
+        return;
+      }
+      fail(req, res, err);
+    });
+    if (body !== undefined) upstream.end(body);
+    else req.pipe(upstream);
+  };
   res.on("close", () => {
     if (res.writableFinished) return;
     // The caller went away before its answer: stop waiting upstream, and withdraw its wait.
-    upstream.destroy();
+    callerGone = true;
+    current?.destroy();
     if (waiterId !== undefined) withdraw(req, waiterId, target, agent);
   });
-  if (body !== undefined) upstream.end(body);
-  else req.pipe(upstream);
+  send(false);
+}
+
+/** How a kept-alive connection closed by the other end shows when it is written to. */
+const RESET_CODES = new Set(["ECONNRESET", "EPIPE"]);
+
+/**
+ * The whole body when it can be sent again: none at all, or a declared length within the
+ * limit. Undefined: chunked or longer, to be streamed once.
+ */
+async function replayableBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const declared = req.headers["content-length"];
+  if (declared === undefined) return req.headers["transfer-encoding"] === undefined ? Buffer.alloc(0) : undefined;
+  return Number(declared) <= BODY_LIMIT_BYTES ? readAll(req) : undefined;
 }
 
 /** The body with a `waiterId` for a waiting acquire, or undefined to pass it on untouched. */
@@ -155,11 +203,13 @@ function tunnel(req: IncomingMessage, client: Socket, head: Buffer, target: Targ
   client.on("close", end);
 }
 
-function fail(res: ServerResponse): void {
+function fail(req: IncomingMessage, res: ServerResponse, err: NodeJS.ErrnoException): void {
+  const cause = err.code ?? err.message;
+  console.error(JSON.stringify({ front: "upstream_failed", method: req.method, path: req.url, cause }));
   if (res.headersSent) {
     res.destroy();
     return;
   }
   res.writeHead(502, { "content-type": "application/json" });
-  res.end(JSON.stringify({ error: { code: "internal", message: "local server: upstream unavailable" } }));
+  res.end(JSON.stringify({ error: { code: "internal", message: `local server: upstream unavailable (${cause})` } }));
 }

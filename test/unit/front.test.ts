@@ -1,0 +1,123 @@
+// The Node front of `npm start` (src/serve/front.ts) against a stand-in upstream: what the
+// caller receives when a kept-alive upstream connection is reset as the front reuses it (the
+// race behind the torture runs' bursts of 502 after a SIGSTOP/SIGCONT), and when the upstream
+// really is unavailable.
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { startFront, type RunningFront } from "../../src/serve/front.ts";
+
+/** What the stand-in upstream does with the n-th request it reads on one connection. */
+type Behaviour = (requestOnSocket: number) => "answer" | "reset";
+
+interface Upstream {
+  server: Server;
+  /** Every request it read, with whether it answered it. */
+  seen: { body: string; answered: boolean }[];
+}
+
+async function upstream(behaviour: Behaviour): Promise<Upstream> {
+  const seen: Upstream["seen"] = [];
+  const perSocket = new WeakMap<object, number>();
+  const server = createServer((req: IncomingMessage, res) => {
+    const n = (perSocket.get(req.socket) ?? 0) + 1;
+    perSocket.set(req.socket, n);
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const answer = behaviour(n) === "answer";
+      seen.push({ body, answered: answer });
+      if (!answer) {
+        req.socket.destroy(); // closed under the front, before any byte of an answer
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ echo: body }));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, seen };
+}
+
+let up: Upstream | undefined;
+let front: RunningFront | undefined;
+let errors: string[] = [];
+
+beforeEach(() => {
+  errors = [];
+  vi.spyOn(console, "error").mockImplementation((line: unknown) => void errors.push(String(line)));
+});
+
+afterEach(async () => {
+  await front?.close();
+  await new Promise((resolve) => up?.server.close(resolve));
+  up?.server.closeAllConnections();
+  front = up = undefined;
+  vi.restoreAllMocks();
+});
+
+async function through(behaviour: Behaviour): Promise<string> {
+  up = await upstream(behaviour);
+  const { port } = up.server.address() as AddressInfo;
+  front = await startFront({ host: "127.0.0.1", port: 0, upstream: new URL(`http://127.0.0.1:${port}`) });
+  return front.url;
+}
+
+const post = (url: string, body: string, headers: Record<string, string> = {}) =>
+  fetch(`${url}/v1/ns/a/claims/c/acquire`, {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", ...headers },
+  });
+
+it("sends a request again on a new connection when its reused connection was reset before any answer", async () => {
+  // The first request on a connection is answered, the second is reset: exactly what a
+  // reused idle connection that the upstream closed meanwhile looks like.
+  const url = await through((n) => (n === 1 ? "answer" : "reset"));
+  expect((await post(url, '{"first":1}')).status).toBe(200);
+  const res = await post(url, '{"second":"é"}');
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ echo: '{"second":"é"}' });
+  // Reset once on the reused connection, answered once on a new one, with the same body.
+  expect(up!.seen).toEqual([
+    { body: '{"first":1}', answered: true },
+    { body: '{"second":"é"}', answered: false },
+    { body: '{"second":"é"}', answered: true },
+  ]);
+  expect(errors).toEqual([]);
+});
+
+it("answers 502 with the envelope, once, when a new connection is reset: no retry", async () => {
+  const url = await through(() => "reset");
+  const res = await post(url, "{}");
+  expect(res.status).toBe(502);
+  expect(await res.json()).toEqual({
+    error: { code: "internal", message: "local server: upstream unavailable (ECONNRESET)" },
+  });
+  expect(up!.seen).toHaveLength(1);
+  expect(errors.map((line) => JSON.parse(line) as unknown)).toEqual([
+    { front: "upstream_failed", method: "POST", path: "/v1/ns/a/claims/c/acquire", cause: "ECONNRESET" },
+  ]);
+});
+
+it("never sends a streamed (chunked) body twice", async () => {
+  const url = await through((n) => (n === 1 ? "answer" : "reset"));
+  expect((await post(url, "{}")).status).toBe(200);
+  const chunked = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode('{"streamed":true}'));
+      controller.close();
+    },
+  });
+  const res = await fetch(`${url}/v1/ns/a/claims/c/acquire`, {
+    method: "POST",
+    body: chunked,
+    duplex: "half",
+  } as RequestInit);
+  expect(res.status).toBe(502);
+  expect(up!.seen.filter((s) => s.body === '{"streamed":true}')).toEqual([
+    { body: '{"streamed":true}', answered: false },
+  ]);
+});
