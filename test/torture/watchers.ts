@@ -9,6 +9,13 @@
  *   or an event's); a scope watcher with `afterGeneration` = the last generation it received
  *   (`ready` or event). Both acknowledge every event (SPEC §6) and reconnect 100–300 ms after
  *   any close (500–1,000 ms after a connection that got nothing), until stopped.
+ * - So that resuming is exercised beyond the server's crashes and pauses, a watcher also
+ *   closes its connection itself after {@link CLOSE_AFTER_MESSAGES} messages, and one
+ *   reconnect in {@link REWIND_EVERY} *rewinds*: it resumes from a point it used before
+ *   (drawn from all of them, the first included), which is within the server's retained
+ *   events (≥ 256: the missed events are replayed) or beyond them (a `truncated` snapshot,
+ *   or a coord `replay` event). The `open` entry records the point sent, so the checker
+ *   judges each connection from it.
  */
 import WebSocket from "ws";
 import { watchClaim } from "../../src/protocol/claim-routes.ts";
@@ -32,6 +39,11 @@ interface Flavour {
   /** The resume point a message moves to, if any, and the ack to send for it. */
   receive: (msg: Record<string, unknown>) => { after?: string; ack?: unknown };
 }
+
+/** A watcher closes its own connection after this many messages (drawn per connection). */
+export const CLOSE_AFTER_MESSAGES = { min: 20, max: 400 } as const;
+/** One reconnect in this many resumes from an earlier point than the last one received. */
+export const REWIND_EVERY = 4;
 
 function wsUrl(base: string, path: string, query: string): string {
   return base.replace(/^http/, "ws") + path + query;
@@ -82,9 +94,14 @@ export function watchScopeForever(ctx: WatcherContext, scope: string): Promise<v
 
 async function watchForever(ctx: WatcherContext, flavour: Flavour): Promise<void> {
   let after: string | undefined;
+  /** Every resume point this watcher has sent, oldest first. */
+  const points: string[] = [];
   let conn = 0;
   while (!ctx.stopped()) {
     conn++;
+    if (after !== undefined && points.length > 1 && ctx.rng.chance(1 / REWIND_EVERY)) after = ctx.rng.pick(points);
+    if (after !== undefined) points.push(after);
+    const closeAfter = ctx.rng.int(CLOSE_AFTER_MESSAGES.min, CLOSE_AFTER_MESSAGES.max);
     ctx.history.write({
       t: "watch",
       watcher: flavour.watcher,
@@ -114,6 +131,7 @@ async function watchForever(ctx: WatcherContext, flavour: Flavour): Promise<void
         const step = flavour.receive(msg);
         if (step.after !== undefined) after = step.after;
         if (step.ack !== undefined && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(step.ack));
+        if (received === closeAfter) socket.close(1000, "torture: resume");
       });
       socket.on("error", () => socket.terminate());
       socket.on("close", () => {

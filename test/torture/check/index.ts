@@ -12,7 +12,7 @@ import { checkDurability } from "./durability.ts";
 import { checkIdempotency } from "./idempotency.ts";
 import { checkLinearizability } from "./linearizability.ts";
 import { checkMutualExclusion } from "./mutual-exclusion.ts";
-import { checkWatches } from "./watches.ts";
+import { checkWatches, watchCoverage } from "./watches.ts";
 import type { Violation } from "./observations.ts";
 
 export interface CheckReport {
@@ -43,7 +43,18 @@ const CHECKERS: Checker[] = [
   { name: "durability", run: (h) => ({ violations: checkDurability(h) }) },
   { name: "idempotency", run: (h) => ({ violations: checkIdempotency(h) }) },
   { name: "coord", run: (h) => ({ violations: checkCoord(h) }) },
-  { name: "watches", run: (h) => ({ violations: checkWatches(h) }) },
+  {
+    name: "watches",
+    run: (h) => {
+      const c = watchCoverage(h);
+      return {
+        violations: checkWatches(h),
+        notes: [
+          `${c.messages} messages over ${c.connections} connections; ${c.rewinds} rewound resumes, ${c.replayed} events sent again on them, ${c.truncated} truncated snapshots, ${c.replays} coord replay events`,
+        ],
+      };
+    },
+  },
   {
     name: "linearizability",
     run: (h) => {

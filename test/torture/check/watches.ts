@@ -1,18 +1,24 @@
 /**
- * Checker: watches. Each watcher's messages, across all its reconnects, are one stream.
+ * Checker: watches. Each connection of a watcher is judged from the resume point it sent
+ * (`afterVersion` / `afterGeneration`, recorded on its `open` entry): SPEC §3/§4 promise
+ * every change after that point exactly once, in order, or an explicit catch-up. A watcher
+ * may resume from an earlier point than the last it received (the torture's watchers rewind
+ * on purpose), so events it already had are legitimately sent again on that connection.
  *
  * Violations:
- * - claims: an event whose version is not above the last one received (a duplicate or a
- *   reordering); a snapshot on a resumed connection that skips ahead without
- *   `truncated: true`; an event whose reason differs from its record's; a gap: a change
- *   that produced an event (a record answered with an event reason: acquired,
- *   transfer_prepared, transfer_committed, transfer_aborted, released, expired) at a version
- *   the watcher's stream covers but never delivered;
- * - coord: a publish event whose generation is not above the last publish received (a
- *   `replay` event is the explicit catch-up and resets the baseline); an acknowledged
- *   publish the stream covers but never delivered; a publish event whose root differs from
- *   the root an acknowledged publish of that generation sent (a publish without a root
- *   stores none, and its event's root is not judged).
+ * - claims: on one connection, an event whose version is not above the resume point or the
+ *   last one received (a duplicate or a reordering); a snapshot on a resumed connection that
+ *   skips ahead without `truncated: true`; a snapshot older than the newest version the
+ *   watcher ever saw (the claim went back in time); an event whose reason differs from its
+ *   record's; a gap: a change that produced an event (a record answered with an event
+ *   reason: acquired, transfer_prepared, transfer_committed, transfer_aborted, released,
+ *   expired) at a version the connection covers but never delivered;
+ * - coord: on one connection, a publish event whose generation is not above the resume
+ *   point or the last publish received (a `replay` event is the explicit catch-up and resets
+ *   the baseline); an acknowledged publish the connection covers but never delivered; a
+ *   publish event whose root differs from the root an acknowledged publish of that
+ *   generation sent (a publish without a root stores none, and its event's root is not
+ *   judged).
  * Events agree with acknowledged responses field by field: claim-records.ts compares every
  * record at one version, watch events included.
  */
@@ -71,16 +77,22 @@ function claimStream(watcher: string, entries: WatchEntry[], out: Violation[]): 
   const segments: Segment[] = [];
   let current: Segment | undefined;
   let resumedAfter: string | undefined;
+  /** The newest version this watcher has seen on any connection. */
+  let newest: bigint | undefined;
   for (const e of entries) {
-    if (e.kind === "open") resumedAfter = e.after;
+    if (e.kind === "open") {
+      // A new connection starts a new stretch, from the point it resumes after.
+      resumedAfter = e.after;
+      current = undefined;
+    }
     if (e.kind !== "message") continue;
     const msg = e.msg as { type: string; truncated?: boolean; reason?: string; claim: WireClaim | null };
     if (msg.type === "snapshot") {
       const version = BigInt(msg.claim?.version ?? "0");
-      if (current !== undefined && version < current.last) {
+      if (newest !== undefined && version < newest) {
         out.push({
           checker: CHECKER,
-          message: `${watcher}#${e.conn}: snapshot at version ${version} after version ${current.last}`,
+          message: `${watcher}#${e.conn}: snapshot at version ${version} after version ${newest}`,
         });
       }
       if (resumedAfter !== undefined && msg.truncated !== true && version > BigInt(resumedAfter)) {
@@ -91,10 +103,12 @@ function claimStream(watcher: string, entries: WatchEntry[], out: Violation[]): 
       }
       current = { base: version, last: version, seen: new Set() };
       segments.push(current);
+      if (newest === undefined || version > newest) newest = version;
     } else if (msg.type === "event" && msg.claim !== null) {
       const version = BigInt(msg.claim.version);
       if (current === undefined) {
-        current = { base: BigInt(resumedAfter ?? "0"), last: BigInt(resumedAfter ?? "0"), seen: new Set() };
+        const base = BigInt(resumedAfter ?? "0");
+        current = { base, last: base, seen: new Set() };
         segments.push(current);
       }
       if (version <= current.last) {
@@ -112,6 +126,7 @@ function claimStream(watcher: string, entries: WatchEntry[], out: Violation[]): 
       }
       current.seen.add(version);
       current.last = version;
+      if (newest === undefined || version > newest) newest = version;
     }
   }
   return segments;
@@ -125,7 +140,14 @@ function scopeStream(
 ): Segment[] {
   const segments: Segment[] = [];
   let current: Segment | undefined;
+  let resumedAfter: string | undefined;
   for (const e of entries) {
+    if (e.kind === "open") {
+      // A new connection starts a new stretch: from its resume point, or (none sent) from
+      // the generation its `ready` reports.
+      resumedAfter = e.after;
+      current = undefined;
+    }
     if (e.kind !== "message") continue;
     const msg = e.msg as {
       type: string;
@@ -138,7 +160,8 @@ function scopeStream(
     const generation = BigInt(msg.generation);
     if (msg.type === "ready") {
       if (current === undefined) {
-        current = { base: generation, last: generation, seen: new Set() };
+        const base = resumedAfter === undefined ? generation : BigInt(resumedAfter);
+        current = { base, last: base, seen: new Set() };
         segments.push(current);
       }
       continue;
@@ -186,4 +209,63 @@ function gaps(watcher: string, segments: Segment[], produced: Set<bigint>, out: 
       }
     }
   }
+}
+
+/** How much of the watch protocol a history exercised (reported with the checks). */
+export interface WatchCoverage {
+  connections: number;
+  messages: number;
+  /** Connections that resumed from before the newest point their watcher had seen. */
+  rewinds: number;
+  /** Events at or below that newest point, sent again on a rewound connection (replays). */
+  replayed: number;
+  /** Claim snapshots marked `truncated` (the history no longer reached the resume point). */
+  truncated: number;
+  /** Coord `replay` events (the same, for a scope). */
+  replays: number;
+}
+
+export function watchCoverage(history: readonly HistoryEntry[]): WatchCoverage {
+  const c: WatchCoverage = { connections: 0, messages: 0, rewinds: 0, replayed: 0, truncated: 0, replays: 0 };
+  for (const [, entries] of groupBy(
+    history.filter((e): e is WatchEntry => e.t === "watch"),
+    (w) => w.watcher,
+  )) {
+    let newest: bigint | undefined;
+    let before: bigint | undefined;
+    for (const e of entries) {
+      if (e.kind === "open") {
+        c.connections++;
+        before = newest;
+        if (e.after !== undefined && newest !== undefined && BigInt(e.after) < newest) c.rewinds++;
+        continue;
+      }
+      if (e.kind !== "message") continue;
+      c.messages++;
+      const msg = e.msg as {
+        type: string;
+        truncated?: boolean;
+        replay?: boolean;
+        wantLock?: boolean;
+        unlocked?: boolean;
+        generation?: string;
+        claim?: WireClaim | null;
+      };
+      // A coord wantLock/unlocked event carries the current generation; it is not a publish.
+      const change = msg.type === "event" && msg.wantLock !== true && msg.unlocked !== true;
+      const point =
+        msg.claim != null
+          ? BigInt(msg.claim.version)
+          : msg.generation !== undefined
+            ? BigInt(msg.generation)
+            : undefined;
+      if (msg.type === "snapshot" && msg.truncated === true) c.truncated++;
+      if (msg.type === "event" && msg.replay === true) c.replays++;
+      if (change && point !== undefined && before !== undefined && point <= before && msg.replay !== true) {
+        c.replayed++;
+      }
+      if (point !== undefined && (newest === undefined || point > newest)) newest = point;
+    }
+  }
+  return c;
 }
