@@ -39,16 +39,19 @@ describe("watches checker", () => {
   });
 
   const reacquired = owned("g2", "2", "3", 35, 1000);
-  const more = [op("acquire", "c", { generationId: "g2", ttlMs: 1000 }, 34, 36, ok({ claim: reacquired }))];
+  /** Three changes answered (versions 1–3), and a first connection that saw the first two. */
+  const threeChanges = [
+    ...answers,
+    op("acquire", "c", { generationId: "g2", ttlMs: 1000 }, 34, 36, ok({ claim: reacquired })),
+    watchOpen("claim:c", 1, 0),
+    watchMessage("claim:c", 1, 1, { type: "snapshot", claim: null }),
+    watchMessage("claim:c", 1, 12, event("acquired", owned("g1", "1", "1", 5, 1000))),
+    watchMessage("claim:c", 1, 32, event("released", released)),
+  ];
 
   it("accepts a watcher that rewinds: the events after its resume point again, or a truncated snapshot", () => {
     const history = [
-      ...answers,
-      ...more,
-      watchOpen("claim:c", 1, 0),
-      watchMessage("claim:c", 1, 1, { type: "snapshot", claim: null }),
-      watchMessage("claim:c", 1, 12, event("acquired", owned("g1", "1", "1", 5, 1000))),
-      watchMessage("claim:c", 1, 32, event("released", released)),
+      ...threeChanges,
       // Resumes after version 1, though it saw 2: version 2 again, then live.
       watchOpen("claim:c", 2, 33, "1"),
       watchMessage("claim:c", 2, 33, event("released", released)),
@@ -70,12 +73,7 @@ describe("watches checker", () => {
 
   it("reports a rewound connection that skips a change, repeats one, or goes back in time", () => {
     const history = [
-      ...answers,
-      ...more,
-      watchOpen("claim:c", 1, 0),
-      watchMessage("claim:c", 1, 1, { type: "snapshot", claim: null }),
-      watchMessage("claim:c", 1, 12, event("acquired", owned("g1", "1", "1", 5, 1000))),
-      watchMessage("claim:c", 1, 32, event("released", released)),
+      ...threeChanges,
       watchMessage("claim:c", 1, 37, event("acquired", reacquired)),
       // Resumed after 1: version 2 is skipped (a gap), version 3 comes twice.
       watchOpen("claim:c", 2, 40, "1"),
@@ -93,20 +91,24 @@ describe("watches checker", () => {
     ]);
   });
 
+  /** An acknowledged publish's answer, and the scope watch event of a publish (root = generation). */
+  const snap = (generation: string, root: unknown = generation) =>
+    ok({ volumeId: "v", objectStoreId: "s", generation, root });
+  const publish = (generation: string, extra: Record<string, unknown> = {}) => ({
+    type: "event",
+    processId: "p",
+    volumeId: "v",
+    objectStoreId: "s",
+    generation,
+    wantLock: false,
+    unlocked: false,
+    rootChanged: generation,
+    keyPrefixChanged: "",
+    fallbackReason: "",
+    ...extra,
+  });
+
   it("reports a scope stream that skips an acknowledged publish", () => {
-    const snap = (generation: string, root: unknown) => ok({ volumeId: "v", objectStoreId: "s", generation, root });
-    const publish = (generation: string) => ({
-      type: "event",
-      processId: "p",
-      volumeId: "v",
-      objectStoreId: "s",
-      generation,
-      wantLock: false,
-      unlocked: false,
-      rootChanged: generation,
-      keyPrefixChanged: "",
-      fallbackReason: "",
-    });
     const history = [
       op("publish", "v/s", { root: "1" }, 0, 10, snap("1", "1"), { leaseId: "a" }),
       op("publish", "v/s", { root: "2" }, 20, 30, snap("2", "2"), { leaseId: "a" }),
@@ -121,20 +123,6 @@ describe("watches checker", () => {
   });
 
   it("judges a rewound scope connection from its afterGeneration: replayed publishes pass, a skipped one does not", () => {
-    const snap = (generation: string) => ok({ volumeId: "v", objectStoreId: "s", generation, root: generation });
-    const publish = (generation: string, extra: Record<string, unknown> = {}) => ({
-      type: "event",
-      processId: "p",
-      volumeId: "v",
-      objectStoreId: "s",
-      generation,
-      wantLock: false,
-      unlocked: false,
-      rootChanged: generation,
-      keyPrefixChanged: "",
-      fallbackReason: "",
-      ...extra,
-    });
     const acked = [1, 2, 3].map((g) =>
       op("publish", "v/s", { root: String(g) }, g * 10, g * 10 + 5, snap(String(g)), { leaseId: "a" }),
     );
