@@ -5,12 +5,13 @@
  * SPEC §2 name rules, is `invalid_request` naming the parameter, before any object is
  * addressed.
  */
-import { nameProblem } from "../protocol/names.ts";
+import { DOT_SEGMENT_MARK, nameProblem } from "../protocol/names.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 
 /**
  * Reject paths that are not valid percent-encoded UTF-8 (Hono would keep them raw). A URL
- * without `%` has nothing to decode, so the common case parses nothing.
+ * without `%` has nothing to decode, so the common case parses nothing. The mark a local
+ * front puts in place of a dot segment is one such path, refused as what it stands for.
  */
 export function checkPathEncoding(url: string): void {
   if (!url.includes("%")) return;
@@ -18,6 +19,11 @@ export function checkPathEncoding(url: string): void {
     try {
       decodeURIComponent(segment);
     } catch {
+      if (segment === DOT_SEGMENT_MARK) {
+        throw new ShiftlockError("invalid_request", "path has a '.' or '..' segment: no name can be '.' or '..'", {
+          field: "path",
+        });
+      }
       throw new ShiftlockError("invalid_request", "path is not valid percent-encoded UTF-8", { field: "path" });
     }
   }

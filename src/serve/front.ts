@@ -14,7 +14,10 @@
  *
  * Guarantees:
  * - Every other request and every WebSocket upgrade passes through byte for byte (headers,
- *   status, body, frames) over kept-alive upstream connections. A request body whose
+ *   status, body, frames) over kept-alive upstream connections, except a `.` or `..` path
+ *   segment: workerd would resolve it (and could answer another route with a success, where
+ *   SPEC §6 says never), so the front puts `DOT_SEGMENT_MARK` in its place and the Worker
+ *   refuses the path with `invalid_request`, CORS headers and all. A request body whose
  *   declared length is within the body limit is read whole first (so it can be sent again,
  *   below); a longer or chunked one streams through (the Worker answers 413 past the limit).
  * - A kept-alive upstream connection that workerd closed as the front reused it (the race
@@ -37,6 +40,7 @@ import type { ClientRequest } from "node:http";
 import { Agent, createServer, request as upstreamRequest } from "node:http";
 import { connect } from "node:net";
 import type { AddressInfo, Socket } from "node:net";
+import { DOT_SEGMENT_MARK, isDotSegment } from "../protocol/names.ts";
 
 /** Bodies the Worker accepts (SPEC §2); a larger lease request passes through as it is. */
 const BODY_LIMIT_BYTES = 64 * 1024;
@@ -106,7 +110,7 @@ async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, 
       ...target,
       agent: fresh ? false : agent,
       method: req.method,
-      path: req.url,
+      path: markDotSegments(req.url ?? "/"),
       headers,
     });
     current = upstream;
@@ -135,6 +139,21 @@ async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, 
     if (waiterId !== undefined) withdraw(req, waiterId, target, agent);
   });
   send(false);
+}
+
+/**
+ * The request target with every `.` or `..` path segment (in any percent-encoding) replaced
+ * by {@link DOT_SEGMENT_MARK}: workerd would resolve it and could answer another route with
+ * a success, where SPEC §6 says such a path never succeeds; the Worker refuses the mark with
+ * `invalid_request` (its CORS headers and envelope included). The query is left alone.
+ */
+export function markDotSegments(target: string): string {
+  const queryAt = target.indexOf("?");
+  const path = queryAt === -1 ? target : target.slice(0, queryAt);
+  const segments = path.split("/");
+  if (!segments.some(isDotSegment)) return target;
+  const marked = segments.map((segment) => (isDotSegment(segment) ? DOT_SEGMENT_MARK : segment)).join("/");
+  return queryAt === -1 ? marked : marked + target.slice(queryAt);
 }
 
 /** How a kept-alive connection closed by the other end shows when it is written to. */
@@ -186,7 +205,7 @@ async function readAll(req: IncomingMessage): Promise<Buffer> {
 /** A WebSocket upgrade: the raw bytes both ways, the handshake included. */
 function tunnel(req: IncomingMessage, client: Socket, head: Buffer, target: Target): void {
   const upstream = connect(target.port, target.host, () => {
-    const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
+    const lines = [`${req.method} ${markDotSegments(req.url ?? "/")} HTTP/${req.httpVersion}`];
     for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
     upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
     if (head.length > 0) upstream.write(head);

@@ -1,5 +1,7 @@
 // The local server as `npm start` runs it (src/serve): the Node front passes on what
-// workerd cannot see locally, and a shutdown leaves nothing running.
+// workerd cannot see locally (a departed caller, a dot segment), and a shutdown leaves
+// nothing running.
+import { request } from "node:http";
 import { expect, inject, it, vi } from "vitest";
 import { removeState, startServer } from "./server.ts";
 
@@ -34,6 +36,32 @@ it("a waiting acquire whose caller disconnects leaves the queue (SPEC §4), with
   const next = await acquire({ participantId: "c", ttlMs: 1_000 });
   expect(next.status).toBe(201);
 }, 30_000);
+
+it("a '.' or '..' path segment is never a success (SPEC §6), though workerd alone would resolve it", async () => {
+  // `…/stores/s/keys/../capability` resolves to the store scope's capability route, a 200.
+  // A raw path (as curl --path-as-is sends it): fetch() would resolve it before sending.
+  const { hostname, port } = new URL(inject("serverUrl"));
+  const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const raw = request(
+      {
+        host: hostname,
+        port,
+        path: "/v1/ns/front-dots/volumes/v/stores/s/keys/../capability",
+        headers: { Authorization: "Bearer dev-token" },
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    raw.on("error", reject);
+    raw.end();
+  });
+  expect(answer.status).toBe(400);
+  expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "invalid_request", field: "path" } });
+});
 
 it("SIGTERM closes the front and workerd: the port is free and no process of the group is left", async () => {
   const server = await startServer();

@@ -1,11 +1,12 @@
 // The Node front of `npm start` (src/serve/front.ts) against a stand-in upstream: what the
 // caller receives when a kept-alive upstream connection is reset as the front reuses it (the
-// race behind the torture runs' bursts of 502 after a SIGSTOP/SIGCONT), and when the upstream
-// really is unavailable.
-import { createServer, type IncomingMessage, type Server } from "node:http";
+// race behind the torture runs' bursts of 502 after a SIGSTOP/SIGCONT), when the upstream
+// really is unavailable, and what becomes of a dot segment workerd would resolve.
+import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
-import { startFront, type RunningFront } from "../../src/serve/front.ts";
+import { DOT_SEGMENT_MARK } from "../../src/protocol/names.ts";
+import { markDotSegments, startFront, type RunningFront } from "../../src/serve/front.ts";
 
 /** What the stand-in upstream does with the n-th request it reads on one connection. */
 type Behaviour = (requestOnSocket: number) => "answer" | "reset";
@@ -52,8 +53,11 @@ beforeEach(() => {
 
 afterEach(async () => {
   await front?.close();
-  await new Promise((resolve) => up?.server.close(resolve));
-  up?.server.closeAllConnections();
+  if (up !== undefined) {
+    const closed = new Promise((resolve) => up!.server.close(resolve));
+    up.server.closeAllConnections();
+    await closed;
+  }
   front = up = undefined;
   vi.restoreAllMocks();
 });
@@ -120,4 +124,37 @@ it("never sends a streamed (chunked) body twice", async () => {
   expect(up!.seen.filter((s) => s.body === '{"streamed":true}')).toEqual([
     { body: '{"streamed":true}', answered: false },
   ]);
+});
+
+it("puts the dot-segment mark in place of every '.' or '..' path segment, in any percent-encoding", () => {
+  const mark = DOT_SEGMENT_MARK;
+  expect(markDotSegments("/v1/ns/a/claims/../generations/g")).toBe(`/v1/ns/a/claims/${mark}/generations/g`);
+  expect(markDotSegments("/v1/ns/a/claims/./x/%2e/%2E%2e/.%2E/%2e.")).toBe(
+    `/v1/ns/a/claims/${mark}/x/${mark}/${mark}/${mark}/${mark}`,
+  );
+  // The query is not a path; names that only contain dots are names.
+  expect(markDotSegments("/v1/ns/a/claims?prefix=..&cursor=.")).toBe("/v1/ns/a/claims?prefix=..&cursor=.");
+  expect(markDotSegments("/v1/ns/a/claims/.../.a/a./%2e%2e%2e")).toBe("/v1/ns/a/claims/.../.a/a./%2e%2e%2e");
+  expect(markDotSegments("/v1/ns/a/claims/..?x=1")).toBe(`/v1/ns/a/claims/${mark}?x=1`);
+});
+
+it("sends the marked target upstream, where the Worker refuses it", async () => {
+  const paths: string[] = [];
+  up = { server: createServer((req, res) => void (paths.push(req.url ?? ""), res.end("{}"))), seen: [] };
+  await new Promise<void>((resolve) => up!.server.listen(0, "127.0.0.1", resolve));
+  const { port } = up.server.address() as AddressInfo;
+  front = await startFront({ host: "127.0.0.1", port: 0, upstream: new URL(`http://127.0.0.1:${port}`) });
+  // fetch() (and a URL string) would resolve the dot segment itself; a raw path keeps it, as
+  // curl --path-as-is does.
+  await new Promise<void>((resolve, reject) => {
+    const { port: frontPort } = new URL(front!.url);
+    const path = "/v1/ns/a/volumes/v/stores/s/keys/../capability";
+    const raw = request({ host: "127.0.0.1", port: frontPort, path }, (res) => {
+      res.resume();
+      res.on("end", resolve);
+    });
+    raw.on("error", reject);
+    raw.end();
+  });
+  expect(paths).toEqual([`/v1/ns/a/volumes/v/stores/s/keys/${DOT_SEGMENT_MARK}/capability`]);
 });

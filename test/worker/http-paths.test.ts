@@ -3,6 +3,7 @@
 // /healthz needs no auth.
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { DOT_SEGMENT_MARK } from "../../src/protocol/names.ts";
 
 // The first request loads the Worker module, which can take seconds on a busy machine.
 beforeAll(async () => {
@@ -29,6 +30,22 @@ describe("percent-encoding", () => {
       await expectInvalid(await get(`/v1/ns/${segment}/generations/g`), "path");
     },
   );
+
+  it("refuses the local front's dot-segment mark as a dot segment, with CORS headers", async () => {
+    // `npm start`'s front puts DOT_SEGMENT_MARK where the caller sent `.` or `..` (which the
+    // runtime would resolve, reaching another route): the Worker must say what it was.
+    for (const path of [
+      `/v1/ns/paths/generations/${DOT_SEGMENT_MARK}`,
+      `/v1/ns/paths/volumes/v/stores/s/keys/${DOT_SEGMENT_MARK}/capability`,
+    ]) {
+      const res = await get(path, { ...AUTH, Origin: "https://app.example" });
+      expect(res.status, path).toBe(400);
+      expect(res.headers.get("Access-Control-Allow-Origin")).toBe("https://app.example");
+      expect(await res.json()).toMatchObject({
+        error: { code: "invalid_request", field: "path", message: expect.stringMatching(/'\.' or '\.\.' segment/) },
+      });
+    }
+  });
 
   it("decodes %2F into a name instead of a path separator", async () => {
     const ns = `paths-${crypto.randomUUID()}`;
