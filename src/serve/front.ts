@@ -1,6 +1,7 @@
 /**
  * The Node front of `npm start`: a thin HTTP/WebSocket pass-through in front of workerd
- * that reports what workerd cannot see locally — a client that went away.
+ * that handles what workerd cannot see locally — a client that went away, and a path's
+ * dot segments before URL parsing resolves them.
  *
  * Why it exists: SPEC §4/§6 say a waiting coord caller whose connection closes leaves the
  * queue. Served locally, workerd never tells the Worker that its client disconnected
@@ -42,7 +43,7 @@ import { connect } from "node:net";
 import type { AddressInfo, Socket } from "node:net";
 import { DOT_SEGMENT_MARK, isDotSegment } from "../protocol/names.ts";
 
-/** Bodies the Worker accepts (SPEC §2); a larger lease request passes through as it is. */
+/** Bodies the Worker accepts (SPEC §2); a larger body streams through as it is (413 upstream). */
 const BODY_LIMIT_BYTES = 64 * 1024;
 const LEASES_PATH = /^\/v1\/ns\/[^/?]+\/volumes\/[^?]*\/leases$/;
 
@@ -64,7 +65,10 @@ export async function startFront(options: FrontOptions): Promise<RunningFront> {
   const target = { host: options.upstream.hostname, port: Number(options.upstream.port) };
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
-    proxy(req, res, target, agent).catch((err: unknown) => fail(req, res, err as NodeJS.ErrnoException));
+    proxy(req, res, target, agent).catch((err: unknown) => {
+      // Reading the body fails when the caller goes away meanwhile: nobody to answer.
+      if (!req.socket.destroyed) fail(req, res, err as NodeJS.ErrnoException);
+    });
   });
   server.on("connection", (socket) => {
     sockets.add(socket);
