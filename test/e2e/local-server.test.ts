@@ -3,6 +3,7 @@
 // nothing running.
 import { request } from "node:http";
 import { expect, inject, it, vi } from "vitest";
+import WebSocket from "ws";
 import { removeState, startServer } from "./server.ts";
 
 const auth = { Authorization: "Bearer dev-token", "Content-Type": "application/json" };
@@ -61,6 +62,20 @@ it("a '.' or '..' path segment is never a success (SPEC §6), though workerd alo
   });
   expect(answer.status).toBe(400);
   expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "invalid_request", field: "path" } });
+});
+
+it("serves watch sockets without permessage-deflate, even to a client that offers it", async () => {
+  // `ws` offers permessage-deflate by default, as browsers do; compression of small watch
+  // frames costs CPU on both ends for few bytes (wrangler.toml, docs/performance.md).
+  const url = `${inject("serverUrl").replace(/^http/, "ws")}/v1/ns/front-ws/volumes/v/stores/s/watch`;
+  const socket = new WebSocket(url, { headers: { Authorization: "Bearer dev-token" } });
+  const first = await new Promise<string>((resolve, reject) => {
+    socket.once("message", (data: Buffer) => resolve(data.toString()));
+    socket.once("error", reject);
+  });
+  expect(JSON.parse(first)).toMatchObject({ type: "ready" });
+  expect(socket.extensions).toBe("");
+  socket.close();
 });
 
 it("SIGTERM closes the front and workerd: the port is free and no process of the group is left", async () => {
