@@ -17,9 +17,10 @@
  *   the next crash (the process that had it died), or never.
  * - Retries with the same operationId are one operation (observations.ts): a second
  *   application has no operation to explain it and fails the search.
- * - Bounded: a segment whose search passes {@link BUDGET} steps before finding an order, or
- *   that ends in more than {@link MAX_STATES} possible states, is given up (reported, not a
- *   violation); checking resumes at the next segment that starts with a lone answered
+ * - Bounded: a segment whose search passes {@link BUDGET} steps before finding an order,
+ *   that ends in more than {@link MAX_STATES} possible states, or that holds more than
+ *   {@link MAX_SEGMENT_OPS} operations (the search recurses once per operation placed), is
+ *   given up (reported, not a violation); checking resumes at the next segment that starts with a lone answered
  *   operation. When the budget runs out after some orders were found, the next segment
  *   starts from those; if it then has no order, that is reported as given up too.
  * - Visited (operations done, state) pairs are remembered by a 64-bit Zobrist hash of the
@@ -36,6 +37,12 @@ const CHECKER = "linearizability";
 export const BUDGET = 100_000;
 /** Distinct end states a segment may leave before the search gives up. */
 export const MAX_STATES = 64;
+/**
+ * Operations one segment may hold: the search recurses once per operation it places, and a
+ * segment of a few thousand (48 clients on 12 claims, overlapping without a pause for
+ * minutes) overflowed Node's stack in a 40-minute run. Such a segment is given up instead.
+ */
+export const MAX_SEGMENT_OPS = 1_000;
 /**
  * How long after it was asked an unanswered operation may still take effect when no crash
  * ends it first: far beyond the longest pause (3.5 s) plus the client timeout.
@@ -272,6 +279,7 @@ interface SegmentResult {
  * order explains it; throws GiveUp past the budget before finding any.
  */
 function searchSegment(name: string, ops: Op[], starts: State[], deepest: Deepest): SegmentResult | "violation" {
+  if (ops.length > MAX_SEGMENT_OPS) throw new GiveUp();
   const ends = new Map<string, State>();
   const seen = new Set<string>();
   let steps = 0;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkLinearizability } from "../../torture/check/linearizability.ts";
+import { MAX_SEGMENT_OPS, checkLinearizability } from "../../torture/check/linearizability.ts";
 import { ok, op, owned, record, refused, unknown } from "./histories.ts";
 
 const acquire = (g: string, id: string) => ({ generationId: g, ttlMs: 1000, operationId: id });
@@ -43,6 +43,27 @@ describe("linearizability checker", () => {
     const result = checkLinearizability(history);
     expect(result.violations).toEqual([]);
     expect(result.gaveUp).toBe(0);
+  });
+
+  it("gives up on a segment too long to search (instead of overflowing the stack), then resynchronises", () => {
+    // MAX_SEGMENT_OPS + 1 reads that all overlap: one segment. Then a lone answered acquire.
+    const reads = Array.from({ length: MAX_SEGMENT_OPS + 1 }, (_, i) =>
+      op("get", "c", undefined, i, 1_000_000, refused("claim_not_found", 404)),
+    );
+    const history = [
+      ...reads,
+      op(
+        "acquire",
+        "c",
+        acquire("g1", "a"),
+        2_000_000,
+        2_000_010,
+        ok({ claim: owned("g1", "1", "1", 2_000_005, 1000) }),
+      ),
+    ];
+    const result = checkLinearizability(history);
+    expect(result).toMatchObject({ violations: [], gaveUp: 1, gaveUpOps: MAX_SEGMENT_OPS + 1 });
+    expect(result.segments).toBe(2);
   });
 
   it("reports a second holder while the first one's lease runs", () => {
