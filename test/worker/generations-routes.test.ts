@@ -207,13 +207,13 @@ describe("PATCH /v1/ns/{ns}/generations/{id}", () => {
     await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" });
     const kept = "drained 🚀 — ünïcode ok";
     const accepted = await call("PATCH", `/v1/ns/${ns}/generations/${id}`, { state: "standby", reason: kept });
-    expect(((await accepted.json()) as GenerationBody).generation.reason).toBe(kept);
+    expect((await accepted.json<GenerationBody>()).generation.reason).toBe(kept);
     for (const reason of ["x\udfffy", "\ud83d", "tail \ud800"]) {
       const res = await call("PATCH", `/v1/ns/${ns}/generations/${id}`, { state: "preparing", reason });
       expect(res.status, JSON.stringify(reason)).toBe(400);
       expect(await res.json()).toMatchObject({ error: { code: "invalid_request", field: "reason" } });
     }
-    const read = (await (await call("GET", `/v1/ns/${ns}/generations/${id}`)).json()) as GenerationBody;
+    const read = await (await call("GET", `/v1/ns/${ns}/generations/${id}`)).json<GenerationBody>();
     expect(read.generation).toMatchObject({ state: "standby", reason: kept });
   });
 });
