@@ -106,6 +106,7 @@ async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, 
       delete headers["transfer-encoding"];
     }
   }
+  const path = markDotSegments(req.url ?? "/");
   let current: ClientRequest | undefined;
   let callerGone = false;
   const send = (fresh: boolean): void => {
@@ -114,7 +115,7 @@ async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, 
       ...target,
       agent: fresh ? false : agent,
       method: req.method,
-      path: markDotSegments(req.url ?? "/"),
+      path,
       headers,
     });
     current = upstream;

@@ -1,9 +1,9 @@
 // Malformed-request fuzzing (issue 11 §2), generated from the route declarations: for each
-// declared /v1 route of a family (claims, generations, and each of the three scope families
-// — one test file each, malformed-fuzz-*.test.ts, so the families run in parallel; requests
-// go straight to the Worker's handler, direct-fetch.ts says why), fast-check draws requests with one part broken
-// (malformed-requests.ts) and sends them through the Worker with a write token, against a
-// seeded world.
+// declared /v1 route of a family (claims, generations, listing, and each of the three scope
+// families — one test file each, malformed-fuzz-*.test.ts, so the families run in parallel;
+// requests go straight to the Worker's handler, direct-fetch.ts says why), fast-check
+// draws requests with one part broken (malformed-requests.ts) and sends them through the
+// Worker with a write token, against a seeded world.
 //
 // Every malformed request answers a 4xx with the SPEC envelope `{error:{code,message}}`, a
 // code the oracle allows for what was broken (`invalid_request`, `payload_too_large`, or

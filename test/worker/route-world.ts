@@ -221,7 +221,10 @@ function generationStubs(w: World): DurableObjectStub[] {
   return [w.generation, w.successor].map((id) => env.GENERATIONS.getByName(objectName(w.ns, "generation", id)));
 }
 
-/** The world's Durable Objects; with `route`, only those it can address (a listing route: the namespace's index). */
+/**
+ * The world's Durable Objects; with `route`, only those it can address (for a listing
+ * route, the namespace's index).
+ */
 function worldStubs(w: World, route?: RouteSpec): DurableObjectStub[] {
   const claims = [env.CLAIMS.getByName(objectName(w.ns, "claim", w.claim))];
   const generations = generationStubs(w);
