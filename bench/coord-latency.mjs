@@ -108,33 +108,49 @@ export async function handover(ctx, rounds) {
  */
 
 /**
- * Publish `publishes` times to a scope watched by `n` sockets.
+ * A scope watched by `n` sockets, a lease held on it, and one publish at a time.
+ * @typedef {object} FanoutSession
+ * @property {number} readyMs time to open every socket and see `ready`
+ * @property {() => Promise<{ replyMs: number, arrivals: number[], t0: number }>} publish
+ *   publish once and wait (at most 10 s) until every watcher has parsed the matching event;
+ *   `arrivals` are the `performance.now()` stamps of those that did
+ * @property {() => Promise<void>} close releases the lease and closes the sockets
+ */
+
+/**
+ * Open `n` watchers on a scope and take its lease (shared by the fan-out phase and
+ * `npm run bench:profile -- --workload=fanout`).
  * @param {import("./throughput.mjs").PhaseContext} ctx
  * @param {number} n watchers
- * @param {number} publishes
- * @returns {Promise<Fanout>}
+ * @param {number} [ttlMs] the lease's ttl: longer than the session lasts (it is not kept alive)
+ * @returns {Promise<FanoutSession>}
  */
-export async function fanout(ctx, n, publishes) {
+export async function openFanout(ctx, n, ttlMs = TTL_MS) {
   const scope = scopeUrls(ctx, `bench-fanout-${n}`);
   const { watchers, readyMs } = await openWatchers(scope.ws, ctx.token, n);
-  /** @type {number[]} */
-  const deliveries = [];
-  /** @type {number[]} */
-  const lastDelivery = [];
-  /** @type {number[]} */
-  const publishReply = [];
-  let missing = 0;
-  const lease = expectStatus(
-    await ctx.client.call("POST", `${scope.http}/leases`, { participantId: "publisher", ttlMs: TTL_MS }),
-    201,
-    "lease",
-  ).lease;
-  const leaseUrl = `${scope.http}/leases/${enc(lease.leaseId)}`;
+  /** @type {string} */
+  let leaseUrl;
+  /** @type {bigint} */
+  let generation;
   try {
-    let generation = BigInt(
+    const lease = expectStatus(
+      await ctx.client.call("POST", `${scope.http}/leases`, { participantId: "publisher", ttlMs }),
+      201,
+      "lease",
+    ).lease;
+    leaseUrl = `${scope.http}/leases/${enc(lease.leaseId)}`;
+    generation = BigInt(
       expectStatus(await ctx.client.call("GET", `${scope.http}/snapshot`), 200, "snapshot").generation,
     );
-    for (let k = 0; k < publishes; k++) {
+  } catch (err) {
+    closeAll(watchers);
+    throw err;
+  }
+  const url = leaseUrl;
+  let k = 0;
+  return {
+    readyMs,
+    async publish() {
       const expected = String(generation + 1n);
       /** @type {number[]} */
       const arrivals = [];
@@ -151,24 +167,55 @@ export async function fanout(ctx, n, publishes) {
         }
       });
       const t0 = performance.now();
-      const reply = await ctx.client.call("POST", `${leaseUrl}/publish`, { root: { k } });
-      publishReply.push(performance.now() - t0);
+      const reply = await ctx.client.call("POST", `${url}/publish`, { root: { k: k++ } });
+      const replyMs = performance.now() - t0;
       generation = BigInt(expectStatus(reply, 200, "publish").generation);
       let timer;
       await Promise.race([all, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
       clearTimeout(timer);
-      missing += watchers.length - arrivals.length;
+      return { replyMs, arrivals, t0 };
+    },
+    async close() {
+      try {
+        await ctx.client.call("DELETE", url);
+      } finally {
+        closeAll(watchers);
+      }
+    },
+  };
+}
+
+/**
+ * Publish `publishes` times to a scope watched by `n` sockets.
+ * @param {import("./throughput.mjs").PhaseContext} ctx
+ * @param {number} n watchers
+ * @param {number} publishes
+ * @returns {Promise<Fanout>}
+ */
+export async function fanout(ctx, n, publishes) {
+  const session = await openFanout(ctx, n);
+  /** @type {number[]} */
+  const deliveries = [];
+  /** @type {number[]} */
+  const lastDelivery = [];
+  /** @type {number[]} */
+  const publishReply = [];
+  let missing = 0;
+  try {
+    for (let k = 0; k < publishes; k++) {
+      const { replyMs, arrivals, t0 } = await session.publish();
+      publishReply.push(replyMs);
+      missing += n - arrivals.length;
       for (const at of arrivals) deliveries.push(at - t0);
       if (arrivals.length > 0) lastDelivery.push(Math.max(...arrivals) - t0);
     }
   } finally {
-    await ctx.client.call("DELETE", leaseUrl);
-    closeAll(watchers);
+    await session.close();
   }
   return {
     watchers: n,
     publishes,
-    connectAllMs: round(readyMs, 0),
+    connectAllMs: round(session.readyMs, 0),
     publishReply: summarize(publishReply),
     delivery: summarize(deliveries),
     lastWatcher: summarize(lastDelivery),

@@ -219,14 +219,16 @@ export function parseDirectServerArgs(argv) {
 }
 
 /** What `bench/profile.mjs` drives while it profiles. */
-export const PROFILE_WORKLOADS = /** @type {const} */ (["both", "claims", "coord"]);
+export const PROFILE_WORKLOADS = /** @type {const} */ (["both", "claims", "coord", "fanout"]);
 /** @typedef {(typeof PROFILE_WORKLOADS)[number]} ProfileWorkload */
 
 export const PROFILE_USAGE = `usage: node bench/profile.mjs [options]   (npm run bench:profile -- [options])
 
   --duration=SECONDS     profiled seconds of the closed loop (default 10)
   --workload=KIND        both (default: claim acquire→release then coord
-                         acquire→release per cycle), claims or coord
+                         acquire→release per cycle), claims, coord, or fanout (one
+                         publish to a scope with --watchers sockets per cycle)
+  --watchers=N           fanout: watch sockets on the scope (default 1000)
   --clients=N            concurrent closed loops, each on its own claim and scope (default 1)
   --sampling-us=N        V8 sampling interval in microseconds (default 100)
   --top=N                functions listed per phase (default 5)
@@ -239,6 +241,7 @@ export const PROFILE_USAGE = `usage: node bench/profile.mjs [options]   (npm run
  * @property {boolean} help
  * @property {number} durationMs
  * @property {ProfileWorkload} workload
+ * @property {number} watchers
  * @property {number} clients
  * @property {number} samplingUs
  * @property {number} top
@@ -254,6 +257,7 @@ export function parseProfileArgs(argv) {
   const { values } = parseOptions(argv, {
     duration: { type: "string" },
     workload: { type: "string" },
+    watchers: { type: "string" },
     clients: { type: "string" },
     "sampling-us": { type: "string" },
     top: { type: "string" },
@@ -265,6 +269,7 @@ export function parseProfileArgs(argv) {
     help: values.help === true,
     durationMs: Math.round(seconds * 1000),
     workload: parseChoice("--workload", values.workload, PROFILE_WORKLOADS) ?? "both",
+    watchers: parseInteger("--watchers", values.watchers, { min: 1, max: 5000 }) ?? 1000,
     clients: parseInteger("--clients", values.clients, { min: 1, max: 256 }) ?? 1,
     samplingUs: parseInteger("--sampling-us", values["sampling-us"], { min: 10, max: 100_000, unit: "µs" }) ?? 100,
     top: parseInteger("--top", values.top, { min: 1, max: 100 }) ?? 5,

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 /**
  * `npm run bench:profile`: a CPU profile of the Worker's isolate while it serves a closed
- * loop of claim acquire→release and coord acquire→release, and where its time goes.
+ * loop of claim acquire→release and coord acquire→release (or publishes to a scope with many
+ * watchers), and where its time goes.
  *
- *   node bench/profile.mjs [--duration=10] [--workload=both|claims|coord] [--clients=1]
+ *   node bench/profile.mjs [--duration=10] [--workload=both|claims|coord|fanout] [--clients=1]
+ *                          [--watchers=1000]
  *                          [--sampling-us=100] [--top=5] [--tag=profile] [--help]
  *
  * The server is the serving half of `npm start` (bench/server.mjs) with its
@@ -31,11 +33,13 @@ import WebSocket from "ws";
 import { parseOrExit } from "../src/cli/options.mjs";
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { makeClient } from "./http.mjs";
+import { openFanout } from "./coord-latency.mjs";
 import { claimLocks, coordLocks } from "./locks.mjs";
 import { PROFILE_USAGE, parseProfileArgs } from "./options.mjs";
 import { renderPhases, sourceMapLocator, summarizeProfile } from "./profile-phases.mjs";
 import { commitInfo, load1m, machineInfo } from "./report.mjs";
-import { buildBundle, freePort, groupCpuSeconds, startServer } from "./server.mjs";
+import { buildBundle, freePort, groupCpuSeconds, groupPids, startServer } from "./server.mjs";
+import { sampleThreadStates, threadNamed } from "./thread-states.mjs";
 import { closedLoop, round } from "./stats.mjs";
 
 const TOKEN = "dev-token";
@@ -100,15 +104,32 @@ const inspectorPort = await freePort();
 const server = await startServer("npm-start", { inspectorPort });
 const client = await makeClient(TOKEN);
 const ns = `profile-${crypto.randomUUID().slice(0, 8)}`;
-const claims = await claimLocks(client, server.url, ns).open(options.clients);
-const coord = await coordLocks(client, server.url, ns, false).open(options.clients);
+const fanoutMode = options.workload === "fanout";
+const claims = await claimLocks(client, server.url, ns).open(fanoutMode ? 0 : options.clients);
+const coord = await coordLocks(client, server.url, ns, false).open(fanoutMode ? 0 : options.clients);
+// One publisher: a publish is the scope's one writer, so --clients does not apply.
+const fanout = fanoutMode
+  ? await openFanout(
+      { url: server.url, client, ns, token: TOKEN, durationMs: 0, maxCycles: 0 },
+      options.watchers,
+      3 * options.durationMs + 60_000,
+    )
+  : undefined;
+const clients = fanoutMode ? 1 : options.clients;
 /** Cycles finished while profiling (warm-up excluded). */
 let profiledCycles = 0;
 /** @param {string} phase */
 const cycleFor = (phase) => async (/** @type {number} */ c, /** @type {number} */ _i, /** @type {number} */ end) => {
   const key = `${phase}-${c}`;
-  if (options.workload !== "coord" && (await claims.cycle(c, key, end)) === undefined) return false;
-  if (options.workload !== "claims" && (await coord.cycle(c, key, end)) === undefined) return false;
+  if (fanout !== undefined) {
+    const { arrivals } = await fanout.publish();
+    if (arrivals.length !== options.watchers) {
+      throw new Error(`publish reached ${arrivals.length} of ${options.watchers} watchers within 10 s`);
+    }
+  } else {
+    if (options.workload !== "coord" && (await claims.cycle(c, key, end)) === undefined) return false;
+    if (options.workload !== "claims" && (await coord.cycle(c, key, end)) === undefined) return false;
+  }
   if (phase === "run") profiledCycles++;
   return true;
 };
@@ -119,20 +140,32 @@ try {
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.setSamplingInterval", { interval: options.samplingUs });
   // Warm-up: objects created, code compiled, connections open — none of it profiled.
-  await closedLoop({ clients: options.clients, ...WARMUP, cycle: cycleFor("warm") });
+  await closedLoop({ clients, ...WARMUP, cycle: cycleFor("warm") });
   // CPU per cycle is measured with the profiler off: its sampling thread costs CPU per
   // second, not per cycle, and would weigh more the slower the cycles are.
-  const cpuBefore = groupCpuSeconds(server.pgid)["workerd"] ?? 0;
+  // Over the same loop: where workerd's JavaScript thread spends its wall time (running,
+  // blocked on the disk, idle), and what the front and this load generator cost per cycle.
+  const [workerdPid] = groupPids(server.pgid, "workerd");
+  const workerdThread = workerdPid === undefined ? undefined : threadNamed(workerdPid, "workerd");
+  const states =
+    workerdPid === undefined || workerdThread === undefined ? undefined : sampleThreadStates(workerdPid, workerdThread);
+  const cpuBefore = groupCpuSeconds(server.pgid);
+  const clientCpuBefore = process.cpuUsage();
   const unprofiled = await closedLoop({
-    clients: options.clients,
+    clients,
     durationMs: options.durationMs,
     maxCycles: 10_000_000,
     cycle: cycleFor("cpu"),
   });
-  const workerdCpuSeconds = (groupCpuSeconds(server.pgid)["workerd"] ?? 0) - cpuBefore;
+  const clientCpu = process.cpuUsage(clientCpuBefore);
+  const cpuAfter = groupCpuSeconds(server.pgid);
+  const threadStates = states?.stop();
+  const workerdCpuSeconds = (cpuAfter["workerd"] ?? 0) - (cpuBefore["workerd"] ?? 0);
+  const frontCpuSeconds = (cpuAfter["node"] ?? 0) - (cpuBefore["node"] ?? 0);
+  const clientCpuSeconds = (clientCpu.user + clientCpu.system) / 1e6;
   await cdp.send("Profiler.start");
   const loop = await closedLoop({
-    clients: options.clients,
+    clients,
     durationMs: options.durationMs,
     maxCycles: 10_000_000,
     cycle: cycleFor("run"),
@@ -145,10 +178,13 @@ try {
   const bundle = buildBundle();
   const map = /** @type {object} */ (JSON.parse(readFileSync(join(bundle, "index.js.map"), "utf8")));
   const summary = summarizeProfile(profile, sourceMapLocator(map, "index.js"));
-  const cpuUsPerCycle = unprofiled.cycles === 0 ? 0 : (workerdCpuSeconds * 1e6) / unprofiled.cycles;
+  const perCycleUs = (/** @type {number} */ seconds) =>
+    unprofiled.cycles === 0 ? 0 : Math.round((seconds * 1e6) / unprofiled.cycles);
+  const cpuUsPerCycle = perCycleUs(workerdCpuSeconds);
   const share = (/** @type {number} */ n) => (summary.busy === 0 ? 0 : round((100 * n) / summary.busy, 1));
-  const cycle =
-    options.workload === "both"
+  const cycle = fanoutMode
+    ? `one publish delivered to ${options.watchers} watchers (1 request, ${options.watchers} frames)`
+    : options.workload === "both"
       ? "claim acquire→release + coord acquire→release (4 requests)"
       : `${options.workload} acquire→release (2 requests)`;
   const loadAvg1m = load1m();
@@ -162,13 +198,17 @@ try {
     loadAvg1m,
     client: client.name,
     cycle,
-    clients: options.clients,
+    clients,
     cyclesPerSecond: unprofiled.perSecond,
     cyclesPerSecondProfiled: loop.perSecond,
     cycles: profiledCycles,
     samplingUs: options.samplingUs,
     workerdCpuSeconds: round(workerdCpuSeconds, 2),
     cpuUsPerCycle: Math.round(cpuUsPerCycle),
+    frontCpuUsPerCycle: perCycleUs(frontCpuSeconds),
+    clientCpuUsPerCycle: perCycleUs(clientCpuSeconds),
+    // R running or runnable, D blocked on the disk, S idle in the event loop (% of samples).
+    workerdThreadStatePercent: threadStates?.percent ?? null,
     busySamples: summary.busy,
     idleSamples: summary.idle,
     phasePercent: Object.fromEntries(Object.entries(summary.phases).map(([k, n]) => [k, share(n)])),
@@ -178,18 +218,29 @@ try {
 
   console.log(`shiftlock profile — ${machine.nproc} cores, load average ${loadAvg1m}, node ${machine.node}`);
   if (loadAvg1m > machine.nproc) console.log(`warning: load average ${loadAvg1m} > ${machine.nproc} cores`);
-  console.log(`cycle: ${cycle}, ${options.clients} client(s), client ${client.name}`);
+  console.log(`cycle: ${cycle}, ${clients} client(s), client ${client.name}`);
   console.log(
     `${unprofiled.perSecond} cycles/s unprofiled (CPU per cycle measured here), ` +
       `${loop.perSecond} cycles/s while profiled (sampling every ${options.samplingUs} µs)\n`,
   );
+  console.log(
+    `per cycle, unprofiled: workerd CPU ${result.cpuUsPerCycle} µs, Node front (and Miniflare's host) ` +
+      `${result.frontCpuUsPerCycle} µs, load generator ${result.clientCpuUsPerCycle} µs`,
+  );
+  if (threadStates !== undefined) {
+    const pct = (/** @type {string} */ s) => threadStates.percent[s] ?? 0;
+    console.log(
+      `workerd's JavaScript thread (${threadStates.samples} samples): running ${pct("R")} %, ` +
+        `blocked on the disk ${pct("D")} %, idle ${pct("S")} %\n`,
+    );
+  }
   console.log(renderPhases(summary, { top: options.top, cpuUsPerCycle }));
   console.log(`\nprofile: ${profileFile} (Chrome DevTools → Performance → Load profile, or speedscope)`);
 } catch (err) {
   console.error(`profile failed: ${err instanceof Error ? err.message : String(err)}`);
   exitCode = 1;
 } finally {
-  await Promise.all([claims.close(), coord.close()]);
+  await Promise.all([claims.close(), coord.close(), fanout?.close()]);
   await client.close();
   await server.stop();
   await stopAll();

@@ -141,27 +141,51 @@ const CLOCK_TICKS_PER_SECOND = 100;
 export function groupCpuSeconds(pgid) {
   /** @type {Record<string, number>} */
   const seconds = {};
+  for (const { comm, rest } of groupStats(pgid)) {
+    // After "(comm) ": state(0) ppid(1) pgrp(2) … utime(11) stime(12).
+    const ticks = Number(rest[11]) + Number(rest[12]);
+    seconds[comm] = (seconds[comm] ?? 0) + ticks / CLOCK_TICKS_PER_SECOND;
+  }
+  return seconds;
+}
+
+/**
+ * The process ids of a group's program `comm` (e.g. `workerd`).
+ * @param {number} pgid
+ * @param {string} comm
+ * @returns {number[]}
+ */
+export function groupPids(pgid, comm) {
+  return groupStats(pgid)
+    .filter((p) => p.comm === comm)
+    .map((p) => p.pid);
+}
+
+/**
+ * Every live process of group `pgid` with its /proc/PID/stat fields after "(comm) ".
+ * @param {number} pgid
+ * @returns {{ pid: number, comm: string, rest: string[] }[]} empty when /proc is unavailable
+ */
+function groupStats(pgid) {
   let entries;
   try {
     entries = readdirSync("/proc");
   } catch {
-    return seconds;
+    return [];
   }
+  const found = [];
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      // After "(comm) ": state(0) ppid(1) pgrp(2) … utime(11) stime(12).
       const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(rest[2]) !== pgid) continue;
-      const ticks = Number(rest[11]) + Number(rest[12]);
-      seconds[comm] = (seconds[comm] ?? 0) + ticks / CLOCK_TICKS_PER_SECOND;
+      if (Number(rest[2]) === pgid) found.push({ pid: Number(entry), comm, rest });
     } catch {
       // the process exited while we looked
     }
   }
-  return seconds;
+  return found;
 }
 
 /** True while any process of group `pgid` exists. */

@@ -209,10 +209,15 @@ describe("bench:profile options", () => {
       help: false,
       durationMs: 10_000,
       workload: "both",
+      watchers: 1000,
       clients: 1,
       samplingUs: 100,
       top: 5,
       tag: "profile",
+    });
+    expect(parseProfileArgs(["--workload=fanout", "--watchers=250"])).toMatchObject({
+      workload: "fanout",
+      watchers: 250,
     });
     expect(parseProfileArgs(["--duration=2.5", "--workload", "coord", "--clients=4", "--tag=after"])).toMatchObject({
       durationMs: 2_500,
@@ -226,6 +231,7 @@ describe("bench:profile options", () => {
     expect(usageError(() => parseProfileArgs(["--workload=locks"]))).toMatch(/^--workload must be one of/);
     expect(usageError(() => parseProfileArgs(["--sampling-us=1"]))).toMatch(/^--sampling-us must be an integer/);
     expect(usageError(() => parseProfileArgs(["--clients=0"]))).toMatch(/^--clients must be an integer/);
+    expect(usageError(() => parseProfileArgs(["--watchers=0"]))).toMatch(/^--watchers must be an integer/);
     expect(usageError(() => parseProfileArgs(["--durration=5"]))).toBe("unknown option --durration");
   });
 });
