@@ -18,7 +18,10 @@
  *
  * Before profiling, the same loop runs as long again with the profiler off, and the workerd
  * process's CPU time (/proc) over it divided by its cycles is the absolute cost per cycle
- * that the phases' shares are applied to.
+ * that the phases' shares are applied to. Over that same loop it also reports the CPU per
+ * cycle of the Node front and of this load generator (which includes the sampler's own
+ * reads, ≈ 500 a second), and how workerd's JavaScript thread spent its wall time — running,
+ * blocked on the disk, or idle (bench/thread-states.mjs): a saturated thread has no idle.
  *
  * Guarantees: every reply's status is checked (bench/locks.mjs cycles); the Worker and its
  * Durable Objects share one isolate, so one profile covers the router and the objects;
