@@ -17,6 +17,8 @@ import { round, summarize } from "./stats.mjs";
 import { closeAll, openWatchers } from "./watchers.mjs";
 
 const TTL_MS = 15_000;
+/** How long a publish waits for every watcher before the missing ones are counted. */
+export const FANOUT_DELIVERY_TIMEOUT_MS = 10_000;
 
 /** @param {string} s */
 const enc = (s) => encodeURIComponent(s);
@@ -104,7 +106,7 @@ export async function handover(ctx, rounds) {
  * @property {import("./stats.mjs").Summary} publishReply
  * @property {import("./stats.mjs").Summary} delivery
  * @property {import("./stats.mjs").Summary} lastWatcher
- * @property {number} missing deliveries that did not arrive within 10 s
+ * @property {number} missing deliveries that did not arrive within {@link FANOUT_DELIVERY_TIMEOUT_MS}
  */
 
 /**
@@ -112,7 +114,7 @@ export async function handover(ctx, rounds) {
  * @typedef {object} FanoutSession
  * @property {number} readyMs time to open every socket and see `ready`
  * @property {() => Promise<{ replyMs: number, arrivals: number[], t0: number }>} publish
- *   publish once and wait (at most 10 s) until every watcher has parsed the matching event;
+ *   publish once and wait (at most {@link FANOUT_DELIVERY_TIMEOUT_MS}) until every watcher has parsed the matching event;
  *   `arrivals` are the `performance.now()` stamps of those that did
  * @property {() => Promise<void>} close releases the lease and closes the sockets
  */
@@ -171,7 +173,7 @@ export async function openFanout(ctx, n, ttlMs = TTL_MS) {
       const replyMs = performance.now() - t0;
       generation = BigInt(expectStatus(reply, 200, "publish").generation);
       let timer;
-      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, FANOUT_DELIVERY_TIMEOUT_MS)))]);
       clearTimeout(timer);
       return { replyMs, arrivals, t0 };
     },

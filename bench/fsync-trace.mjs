@@ -11,11 +11,11 @@
  * ptrace_scope 0). Not part of `npm test` or `npm run bench`. It explains the cost of a
  * durable change on a given disk; it is not a speed figure (strace slows every syscall).
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { makeClient, expectStatus } from "./http.mjs";
 import { FSYNC_TRACE_USAGE, parseFsyncTraceArgs } from "./options.mjs";
-import { startServer } from "./server.mjs";
+import { groupPids, startServer } from "./server.mjs";
 import { stopAll } from "./cleanup.mjs";
 import { parseOrExit } from "../src/cli/options.mjs";
 
@@ -25,12 +25,7 @@ const { server: kind, count } = parseOrExit("fsync-trace", FSYNC_TRACE_USAGE, ()
 
 const server = await startServer(kind);
 const client = await makeClient("dev-token");
-const workerd = execFileSync("ps", ["-eo", "pid=,pgid=,comm="])
-  .toString()
-  .split("\n")
-  .map((l) => l.trim().split(/\s+/))
-  .filter(([, pgid, comm]) => Number(pgid) === server.pgid && comm?.startsWith("workerd") === true)
-  .flatMap(([pid]) => (pid === undefined ? [] : [pid]));
+const workerd = groupPids(server.pgid, "workerd").map(String);
 
 /**
  * Trace `count` runs of `fn`; return fsyncs per run by file kind.

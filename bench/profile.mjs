@@ -36,7 +36,7 @@ import WebSocket from "ws";
 import { parseOrExit } from "../src/cli/options.mjs";
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { makeClient } from "./http.mjs";
-import { openFanout } from "./coord-latency.mjs";
+import { FANOUT_DELIVERY_TIMEOUT_MS, openFanout } from "./coord-latency.mjs";
 import { claimLocks, coordLocks } from "./locks.mjs";
 import { PROFILE_USAGE, parseProfileArgs } from "./options.mjs";
 import { renderPhases, sourceMapLocator, summarizeProfile } from "./profile-phases.mjs";
@@ -127,7 +127,9 @@ const cycleFor = (phase) => async (/** @type {number} */ c, /** @type {number} *
   if (fanout !== undefined) {
     const { arrivals } = await fanout.publish();
     if (arrivals.length !== options.watchers) {
-      throw new Error(`publish reached ${arrivals.length} of ${options.watchers} watchers within 10 s`);
+      throw new Error(
+        `publish reached ${arrivals.length} of ${options.watchers} watchers within ${FANOUT_DELIVERY_TIMEOUT_MS} ms`,
+      );
     }
   } else {
     if (options.workload !== "coord" && (await claims.cycle(c, key, end)) === undefined) return false;
@@ -207,7 +209,7 @@ try {
     cycles: profiledCycles,
     samplingUs: options.samplingUs,
     workerdCpuSeconds: round(workerdCpuSeconds, 2),
-    cpuUsPerCycle: Math.round(cpuUsPerCycle),
+    cpuUsPerCycle,
     frontCpuUsPerCycle: perCycleUs(frontCpuSeconds),
     clientCpuUsPerCycle: perCycleUs(clientCpuSeconds),
     // R running or runnable, D blocked on the disk, S idle in the event loop (% of samples).

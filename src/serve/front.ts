@@ -36,8 +36,7 @@
  * leaves that ambiguous, as it does for any client; claim mutations carry operation ids).
  */
 import { randomUUID } from "node:crypto";
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import type { ClientRequest } from "node:http";
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { Agent, createServer, request as upstreamRequest } from "node:http";
 import { connect } from "node:net";
 import type { AddressInfo, Socket } from "node:net";

@@ -21,8 +21,9 @@
  *   that ends in more than {@link MAX_STATES} possible states, or that holds more than
  *   {@link MAX_SEGMENT_OPS} operations (the search recurses once per operation placed), is
  *   given up (reported, not a violation); checking resumes at the next segment that starts
- *   with a lone answered operation. When the budget runs out after some orders were found, the next segment
- *   starts from those; if it then has no order, that is reported as given up too.
+ *   with a lone answered operation. When the budget runs out after some orders were found,
+ *   the next segment starts from those; if it then has no order, that is reported as given
+ *   up too.
  * - Visited (operations done, state) pairs are remembered by a 64-bit Zobrist hash of the
  *   done set: a collision could prune a branch (odds ~2^-64 per pair).
  */
