@@ -73,10 +73,12 @@ const HINTS: Record<ErrorCode, string> = {
   generation_exists: "that generation id is registered with another service or instance",
   lease_held: "the write lease is held by another participant",
   stale_generation: "the scope's generation is not the expected one",
+  evicted: "an operator evicted the owner this token belonged to: acquire the claim again",
   lease_lost: "the write lease was released, expired or superseded",
   payload_too_large: "the request body is too large",
   rate_limited: "rate limited: retry later",
   internal: "the service failed or could not be reached",
+  overloaded: "the service is overloaded: retry after the time it names",
 };
 
 /** Print an error and return the exit status. */

@@ -11,7 +11,7 @@
  * (the HTTP layer does, using {@link errorEnvelope}).
  */
 
-/** SPEC §2 error table: code → HTTP status. The single source of that mapping. */
+/** The error table (docs/protocol.md): code → HTTP status. The single source of that mapping. */
 export const ERROR_STATUS = {
   invalid_request: 400,
   unsupported: 400,
@@ -31,10 +31,12 @@ export const ERROR_STATUS = {
   generation_exists: 409,
   lease_held: 409,
   stale_generation: 409,
+  evicted: 409,
   lease_lost: 410,
   payload_too_large: 413,
   rate_limited: 429,
   internal: 500,
+  overloaded: 503,
 } as const;
 
 /** A stable, machine-readable error code from SPEC §2. */
@@ -71,10 +73,12 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   generation_exists: "generation exists with another service or instance",
   lease_held: "write lease is held",
   stale_generation: "expected generation does not match",
+  evicted: "the presented token belonged to an owner an operator evicted",
   lease_lost: "write lease released, expired or superseded",
   payload_too_large: "request body too large",
   rate_limited: "rate limited",
   internal: "internal error",
+  overloaded: "the object or the platform is overloaded; retry after Retry-After",
 };
 
 /** True for strings that are a known error code. */
