@@ -7,5 +7,6 @@ export { ClaimObject } from "./claims/claim-object.ts";
 export { GenerationObject } from "./generations/generation-object.ts";
 export { ScopeObject } from "./coord/scope-object.ts";
 export { NamespaceIndex } from "./listing/index-object.ts";
+export { IndexShard } from "./listing/index-shard.ts";
 
 export default app satisfies ExportedHandler<Env>;

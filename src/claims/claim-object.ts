@@ -14,8 +14,9 @@
  * - Lazy expiry on every access (mutations, GET and watch), persisted with its `expired`
  *   event; reading a never-created claim answers `claim_not_found` and writes nothing.
  * - The RPC methods return plain {@link WireResponse} data; they throw only on bugs.
- * - Every commit stages the record for the namespace's listing index in the same transaction;
- *   delivery follows, never awaited by the mutation (durable/index-outbox.ts).
+ * - Every commit that changes what the listing shows stages the record in the same
+ *   transaction (a renewal stages nothing); delivery follows, never awaited by the mutation
+ *   (durable/index-outbox.ts).
  *
  * Does not: validate request shapes or authenticate (the router does, before calling).
  */
@@ -38,6 +39,7 @@ import { isRememberedStatus, replay, requestFingerprint } from "../core/claim-op
 import { claimResultToResponse } from "../core/claim-response.ts";
 import type { WireResponse } from "../core/claim-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
+import { meterMethods } from "../durable/object-meter.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
 
@@ -101,6 +103,7 @@ export class ClaimObject extends WatchedObject {
     this.store = new ClaimStore(ctx.storage);
     this.watchers = new ClaimWatchers(ctx, this.store);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
+    this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     this.startUp(() => this.store.open());
   }
 
@@ -155,7 +158,7 @@ export class ClaimObject extends WatchedObject {
     // Early, late or repeated runs all end here: re-arm for what the record says now.
     const armed = armAlarm(this.alarms, step.next);
     this.watchers.publish(step.events);
-    // An entry a failed delivery left behind goes now too (the alarm is its retry).
+    // An entry a failed or lost delivery left behind goes now (the alarm is its retry).
     await Promise.all([armed, this.outbox.flush()]);
   }
 
@@ -204,15 +207,13 @@ export class ClaimObject extends WatchedObject {
    * then wait for the alarm call. Both leave in commit order.
    */
   private async afterCommit(step: ClaimStep, publish = true): Promise<void> {
-    if (!step.changed) {
-      // A refusal may carry counters: delivery starts now and is not awaited.
-      this.outbox.kick();
-      return;
-    }
+    // A refusal changed nothing: its counters wait for the next delivery of an entry.
+    if (!step.changed) return;
     const armed = armAlarm(this.alarms, step.next);
     if (publish) this.watchers.publish(step.events);
-    // Delivery to the index starts after the publish (its 4008 closes counted) and is not awaited.
-    this.outbox.kick();
-    await armed;
+    // Delivery to the listing starts after the publish and is not awaited; its safety alarm is.
+    await Promise.all([armed, this.outbox.kick()]);
   }
 }
+
+meterMethods(ClaimObject.prototype, ["command", "get", "fetch", "alarm", "webSocketMessage"]);

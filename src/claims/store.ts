@@ -35,7 +35,7 @@ import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
 import type { WireResponse } from "../core/claim-response.ts";
-import { OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
+import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 
 /** Events kept for `afterVersion` replay (SPEC: at least the last 256). */
@@ -74,6 +74,8 @@ const CLAIM_SCHEMA: StoreSchema = {
      );`,
     // 2: the listing index's outbox (durable/index-outbox.ts).
     OUTBOX_MIGRATION,
+    // 3: the outbox remembers what its shard acknowledged (no re-send after a restart).
+    OUTBOX_DELIVERED_MIGRATION,
   ],
 };
 

@@ -31,6 +31,7 @@ import {
 } from "../core/scope-machine.ts";
 import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
+import { meterMethods } from "../durable/object-meter.ts";
 import { scopeListKey } from "../core/listing-cursor.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ScopeStore } from "./store.ts";
@@ -78,6 +79,7 @@ export class ScopeObject extends WatchedObject {
     this.store = new ScopeStore(ctx.storage);
     this.watchers = new ScopeWatchers(ctx, this.store);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
+    this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     this.startUp(() => this.store.open());
   }
 
@@ -189,8 +191,8 @@ export class ScopeObject extends WatchedObject {
     this.alarms.fired();
     const scope = this.state?.scope ?? this.store.storedScope();
     if (scope === undefined) return;
-    // Early, late or repeated runs all end here: re-arm for what the state says now; an
-    // index entry a failed delivery left behind goes too (the alarm is its retry).
+    // Early, late or repeated runs all end here: re-arm for what the state says now; a
+    // listing entry a failed or lost delivery left behind goes too (the alarm is its retry).
     await Promise.all([this.decide(scope, { kind: "expire" }).armed, this.outbox.flush()]);
   }
 
@@ -206,6 +208,7 @@ export class ScopeObject extends WatchedObject {
         key: scope.key,
         generation: formatCounter(next.generation),
         held: holder !== null,
+        holder: holder?.participantId ?? "",
         wantLock: next.waiters.length > 0,
         leaseExpiresAtMs: holder?.expiresAtMs ?? 0,
       },
@@ -255,12 +258,15 @@ export class ScopeObject extends WatchedObject {
     if (this.state === undefined) this.state = current;
     const step = decideScope(current, command, this.clock.nowMs());
     this.store.save(current, step, this.stage);
+    // Queued waiters live in memory only, yet the listing shows them (`wantLock`): a step that
+    // changed nothing durable stages the summary on its own when what is listed moved.
+    if (!step.changed) this.stage(step.next);
     this.state = step.next;
     this.count(command, step);
     const armed = [this.alarms.ensure(nextDeadlineMs(step.next))];
     this.watchers.publish(step.events);
-    // Delivery to the index starts now (after the publish's 4008 closes were counted), not awaited.
-    this.outbox.kick();
+    // Delivery to the listing starts now and is not awaited; its safety alarm is.
+    armed.push(this.outbox.kick());
     const orphans: string[] = [];
     for (const { waiterId, lease } of step.granted) {
       if (!this.waiters.settle(waiterId, scopeResultToResponse({ ok: true, kind: "granted", lease })))
@@ -274,6 +280,20 @@ export class ScopeObject extends WatchedObject {
     return { step, armed: Promise.all(armed).then(() => undefined) };
   }
 }
+
+meterMethods(ScopeObject.prototype, [
+  "capability",
+  "snapshot",
+  "acquire",
+  "cancelWait",
+  "keepalive",
+  "refresh",
+  "publish",
+  "release",
+  "fetch",
+  "alarm",
+  "webSocketMessage",
+]);
 
 /** The watch parameters, or undefined when the router sent a malformed upgrade URL. */
 function watchParams(url: URL): { scope: ScopeId; afterGeneration: bigint | undefined } | undefined {

@@ -29,7 +29,7 @@ import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "../core/scope-machine.ts";
 import { planReplay } from "../core/scope-replay.ts";
-import { OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
+import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
 
 /** The scope store's schema (created at start-up, not lazily: the scope object always had it). */
@@ -58,6 +58,8 @@ const SCOPE_SCHEMA: StoreSchema = {
     `DROP TABLE IF EXISTS schema_version`,
     // 3: the listing index's outbox (durable/index-outbox.ts).
     OUTBOX_MIGRATION,
+    // 4: the outbox remembers what its shard acknowledged (no re-send after a restart).
+    OUTBOX_DELIVERED_MIGRATION,
   ],
   // Version 1 was recorded in a table of its own.
   legacyVersion: (sql) =>

@@ -63,6 +63,8 @@ export abstract class Subscribers<Store> {
   maxUnacked = WATCH_MAX_UNACKED_EVENTS;
   /** Called once per subscriber closed with 4008 (the object counts it). */
   onLaggingClose: () => void = () => undefined;
+  /** Called with the frames each publish or opening sent (the object's meter). */
+  onFramesSent: (frames: number) => void = () => undefined;
   /** The tag of every socket of this watch. */
   abstract readonly tag: string;
   /** The query parameter a subscriber closed with 4008 resumes with (said in the reason). */
@@ -83,6 +85,7 @@ export abstract class Subscribers<Store> {
     this.ctx.acceptWebSocket(server, [this.tag]);
     for (const text of opening.control) server.send(text);
     for (const text of opening.events) server.send(text);
+    this.onFramesSent(opening.control.length + opening.events.length);
     const attachment: SubscriberAttachment = { v: 1, unacked: opening.events.length };
     if (opening.lastSent !== undefined) attachment.lastSent = opening.lastSent.toString();
     server.serializeAttachment(attachment);
@@ -91,6 +94,7 @@ export abstract class Subscribers<Store> {
   /** Send committed events to every subscriber, in order, or close it with 4008. Synchronous. */
   protected send(events: readonly OutgoingEvent[]): void {
     if (events.length === 0) return;
+    let frames = 0;
     for (const ws of this.ctx.getWebSockets(this.tag)) {
       if (ws.readyState !== WebSocket.OPEN) continue;
       const state = readAttachment(ws);
@@ -104,6 +108,7 @@ export abstract class Subscribers<Store> {
           break;
         }
         unacked++;
+        frames++;
         if (event.seq !== undefined) lastSent = event.seq;
       }
       if (lagging) {
@@ -115,6 +120,7 @@ export abstract class Subscribers<Store> {
       if (lastSent !== undefined) next.lastSent = lastSent.toString();
       ws.serializeAttachment(next);
     }
+    this.onFramesSent(frames);
   }
 
   /** A client message: pings are answered, acks settle the window, anything else is ignored. */

@@ -1,33 +1,42 @@
 /**
- * The outbox that feeds a namespace's listing index (SPEC §6 "Listing", docs/listing.md):
- * shared by the claim, generation and scope objects.
+ * The outbox that feeds a namespace's listing (docs/listing.md): shared by the claim,
+ * generation and scope objects.
  *
  * Guarantees:
  * - {@link IndexOutbox.stage} runs INSIDE the mutation's own transaction and writes one row
  *   (`index_outbox`, id 1): the object's latest listing entry and a sequence number that
- *   grows by one per commit. The entry therefore commits with the mutation or not at all.
- * - Delivery never sits on the mutation's path: {@link IndexOutbox.kick} starts it after
- *   the commit and nobody awaits it but the runtime (`waitUntil`). Deliveries coalesce: a
- *   kicked delivery waits {@link COALESCE_MS} for more commits, and while one is in flight,
- *   further commits only mark the outbox dirty, and one more delivery then carries the latest
- *   entry (intermediate states are skipped; the index needs only the last).
- * - A failed delivery is retried from the object's one alarm ({@link AlarmSchedule}: only
- *   ever moved earlier), with backoff from {@link RETRY_FIRST_MS} to {@link RETRY_MAX_MS}.
- *   What was delivered is remembered in memory only (no commit per delivery): an instance
- *   that starts with a row sends it once (the index ignores a seq it holds), and so does
- *   every alarm, so a crash between commit and delivery costs lag until the object next
- *   wakes (its next request, its expiry alarm, or the index's reconciliation; docs/listing.md).
- * - Counters (acquires, refusals by code, expiries, …) are kept in memory and travel with the
- *   next delivery; a crash loses the increments not yet delivered (they are statistics).
+ *   grows by one per staged change. The entry commits with the mutation or not at all.
+ * - Only what the listing shows is staged: a change that moves nothing but a deadline (a
+ *   renewal, a keepalive, an acquire that extends the caller's own claim) stages nothing and
+ *   so costs no delivery (docs/protocol.md: listed deadlines may trail renewals).
+ * - Delivery never sits on the mutation's path: {@link IndexOutbox.kick} starts it after the
+ *   commit and nobody awaits it but the runtime (`waitUntil`). It goes to ONE listing shard,
+ *   chosen by the object's key (core/listing-shard.ts), never to a namespace-wide object.
+ *   Deliveries coalesce: a kicked delivery waits {@link COALESCE_MS} for more commits; while
+ *   one is in flight further commits only mark the outbox dirty.
+ * - The highest delivered seq is written back to the row (one row per delivery, not per
+ *   mutation), so a restarted instance — after a deploy, an eviction — re-sends nothing that
+ *   arrived: restarts cause no delivery storm.
+ * - Every staged change arms the object's alarm {@link DELIVERY_CHECK_MS} later (the one
+ *   alarm, only ever moved earlier): should this instance die before delivering, the alarm
+ *   delivers. A failed delivery is retried from the same alarm with backoff from
+ *   {@link RETRY_FIRST_MS} to {@link RETRY_MAX_MS}. Nothing else wakes the object: once
+ *   everything is delivered, the outbox costs nothing.
+ * - Counters (acquires, refusals by code, expiries, …) are kept in memory and travel with
+ *   the next delivery of an entry; they never cause a delivery of their own. A crash loses
+ *   the increments not yet delivered (they are statistics; Analytics Engine gets them at once).
  * - `LISTING_INDEX = "off"` disables staging and delivery entirely (the bench's switch).
  *
- * Does not: make the index exact. The objects are the truth; the index may lag them.
+ * Does not: make the listing exact. The objects are the truth; the listing may lag them.
  */
 import { type Clock, systemClock } from "../core/clock.ts";
+import { listingShardCount, listingShardOf } from "../core/listing-shard.ts";
 import { objectName } from "./object-names.ts";
-import type { CounterDeltas, IndexDelivery, IndexEntry } from "../listing/delivery.ts";
+import type { CounterDeltas, IndexDelivery, IndexEntry } from "../core/listing-entry.ts";
+import { listedFingerprint } from "../core/listing-entry.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
 import { writeCounter } from "./metrics.ts";
+import type { ObjectMeter } from "./object-meter.ts";
 
 /** Appended to every feeding store's migrations: the one outbox row. */
 export const OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS index_outbox (
@@ -36,17 +45,25 @@ export const OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS index_outbox (
   entry TEXT NOT NULL
 )`;
 
+/** Appended after {@link OUTBOX_MIGRATION}: the highest seq a shard acknowledged. */
+export const OUTBOX_DELIVERED_MIGRATION = `ALTER TABLE index_outbox ADD COLUMN delivered_seq INTEGER NOT NULL DEFAULT 0`;
+
 /**
- * How long a kicked delivery waits for more commits to coalesce with. Without it every commit
- * of a busy object costs a delivery and an acknowledging commit (an fsync) of its own; with it
- * a busy object delivers at most ~5 times a second and the lag grows by at most this much.
+ * How long a kicked delivery waits for more commits to coalesce with: a transfer's prepare
+ * and commit, or a burst on one object, cost one delivery. The lag grows by at most this.
  */
 export const COALESCE_MS = 200;
+
+/** After a staged change, when the alarm makes sure it left (the listing's lag bound is 2 s). */
+export const DELIVERY_CHECK_MS = 1_000;
 
 /** First retry delay after a failed delivery. */
 export const RETRY_FIRST_MS = 250;
 /** Longest retry delay. */
 export const RETRY_MAX_MS = 30_000;
+
+/** Object kinds that feed the listing. */
+const FEEDING_KINDS: ReadonlySet<string> = new Set(["claim", "generation", "scope"]);
 
 /** The namespace and kind of an object, from its own name (`["ns", kind, …]`, ADR 0003). */
 export function identityOf(ctx: DurableObjectState): { namespace: string; kind: string } | undefined {
@@ -66,19 +83,30 @@ export function listingEnabled(env: Env): boolean {
   return (env as { LISTING_INDEX?: string }).LISTING_INDEX !== "off";
 }
 
+type OutboxRow = {
+  seq: number;
+  entry: string;
+  delivered_seq: number;
+};
+
 export class IndexOutbox {
-  /** False when the index is switched off, for the index itself, or without a namespace in the name. */
+  /** False when the listing is switched off, for the listing's own objects, or without a namespace. */
   readonly enabled: boolean;
-  /** Tests: stage without delivering, to measure the mutation alone. */
+  /** Tests: stage (and arm the safety alarm) without delivering: a lost delivery, or a mutation measured alone. */
   paused = false;
   private readonly namespace: string;
+  private readonly shards: number;
   private pending: CounterDeltas = {};
   private inFlight: Promise<void> | undefined;
   private dirty = false;
   private retryMs = RETRY_FIRST_MS;
-  /** The highest seq this instance delivered (0 at start-up: the row is sent once). */
-  private deliveredSeq = 0;
-  /** The table exists (created by the store's migrations, so known only after a write or a start-up read). */
+  /** The highest seq known delivered (loaded from the row on first use). */
+  private deliveredSeq: number | undefined;
+  /** The listed fields of the last staged entry (loaded from the row on first use). */
+  private lastListed: string | undefined;
+  /** A change was staged since the last {@link kick}: the safety alarm must be armed. */
+  private stagedSinceKick = false;
+  /** The table exists (created by the store's migrations, so known only after a write or a read). */
   private hasRow: boolean | undefined;
 
   constructor(
@@ -86,27 +114,36 @@ export class IndexOutbox {
     private readonly env: Env,
     private readonly clock: () => Clock,
     private readonly alarms: AlarmSchedule,
+    private readonly meter: ObjectMeter,
   ) {
     const identity = identityOf(ctx);
     this.namespace = identity?.namespace ?? "";
-    // The index does not feed itself; an object without a parsable name has no namespace.
-    this.enabled = listingEnabled(env) && identity !== undefined && identity.kind !== "index";
+    this.shards = listingShardCount((env as { LISTING_SHARDS?: string }).LISTING_SHARDS);
+    this.enabled = listingEnabled(env) && identity !== undefined && FEEDING_KINDS.has(identity.kind);
   }
 
-  /** Write the object's latest entry. Call INSIDE the mutation's transaction. One row written. */
+  /**
+   * Write the object's latest entry if anything the listing shows changed. Call INSIDE the
+   * mutation's transaction. One row written, or none.
+   */
   stage(entry: IndexEntry): void {
     if (!this.enabled) return;
+    const listed = listedFingerprint(entry);
+    if (this.lastListed === undefined) this.lastListed = this.read()?.listed ?? "";
+    if (listed === this.lastListed) return;
     this.ctx.storage.sql.exec(
       `INSERT INTO index_outbox (id, seq, entry) VALUES (1, 1, ?)
        ON CONFLICT (id) DO UPDATE SET seq = seq + 1, entry = excluded.entry`,
       JSON.stringify(entry),
     );
+    this.lastListed = listed;
     this.hasRow = true;
+    this.stagedSinceKick = true;
   }
 
   /**
    * Add to a counter: written to Analytics Engine at once when `METRICS` is bound, and
-   * carried to the index (for the stats route) by the next delivery.
+   * carried to the listing (for the stats route) by the next delivery of an entry.
    */
   count(name: keyof CounterDeltas, n = 1): void {
     if (n <= 0) return;
@@ -115,24 +152,24 @@ export class IndexOutbox {
     this.pending[name] = (this.pending[name] ?? 0) + n;
   }
 
-  /** Put undelivered counters back (a failed delivery): no second Analytics Engine write. */
-  private restore(counters: CounterDeltas): void {
-    for (const [name, n] of Object.entries(counters)) {
-      const key = name as keyof CounterDeltas;
-      this.pending[key] = (this.pending[key] ?? 0) + (n ?? 0);
-    }
-  }
-
   /**
-   * Start delivering after a commit (or a counted refusal). Not awaited by the caller: the
-   * delivery belongs to the runtime (`waitUntil`). Synchronous.
+   * After a commit: start delivering what was staged (not awaited: the runtime's) and return
+   * the safety alarm's write for the caller to await with its own alarm write. Synchronous
+   * up to the returned promise.
    */
-  kick(): void {
+  kick(): Promise<void> {
+    if (!this.enabled) return Promise.resolve();
+    const staged = this.stagedSinceKick;
+    this.stagedSinceKick = false;
+    // Nothing staged here, and nothing an earlier instance left undelivered: nothing to do
+    // (a renewal ends here without reading the row).
+    if (!staged && (this.deliveredSeq !== undefined || this.undelivered() === undefined)) return Promise.resolve();
     // The delivery is the runtime's (`waitUntil` in start) and never rejects.
     void this.start(COALESCE_MS);
+    return staged ? this.alarms.ensure(this.clock().nowMs() + DELIVERY_CHECK_MS) : Promise.resolve();
   }
 
-  /** {@link kick}, returning the delivery in flight (undefined when none can run). */
+  /** Start a delivery unless one is in flight (then mark dirty). Undefined when none can run. */
   private start(delayMs: number): Promise<void> | undefined {
     if (!this.enabled || this.paused) return undefined;
     if (this.inFlight !== undefined) {
@@ -145,9 +182,11 @@ export class IndexOutbox {
     return run;
   }
 
-  /** Deliver what is pending and wait for it (alarm, start-up, reconciliation, tests). */
+  /** Deliver what is pending and wait for it (alarm, tests). */
   async flush(): Promise<void> {
     if (!this.enabled) return;
+    // Delivered (or its retry armed) below: no safety alarm is needed for what is staged now.
+    this.stagedSinceKick = false;
     // A delivery in flight may have read the row before the latest commit: wait, then go again.
     if (this.inFlight !== undefined) await this.inFlight;
     await this.start(0);
@@ -156,8 +195,8 @@ export class IndexOutbox {
   /** Deliver until nothing new was committed meanwhile. Never rejects. */
   private async drain(delayMs: number): Promise<void> {
     try {
-      // Commits within the window share one delivery (and one acknowledging commit). A real
-      // timer on purpose: the window is a cost control, not a deadline of the object's clock.
+      // Commits within the window share one delivery. A real timer on purpose: the window is
+      // a cost control, not a deadline of the object's clock.
       if (delayMs > 0) await systemClock.sleep(delayMs);
       do {
         this.dirty = false;
@@ -168,12 +207,13 @@ export class IndexOutbox {
     }
   }
 
-  private undelivered(): { seq: number; entry: string } | undefined {
+  /** The outbox row, with its entry's listed fields; undefined when there is none (or no table). */
+  private read(): { row: OutboxRow; listed: string } | undefined {
     if (this.hasRow === false) return undefined;
-    let row: { seq: number; entry: string } | undefined;
+    let row: OutboxRow | undefined;
     try {
       row = this.ctx.storage.sql
-        .exec<{ seq: number; entry: string }>("SELECT seq, entry FROM index_outbox WHERE id = 1")
+        .exec<OutboxRow>("SELECT seq, entry, delivered_seq FROM index_outbox WHERE id = 1")
         .toArray()[0];
     } catch {
       // No table yet: a lazy store that was never written.
@@ -181,30 +221,51 @@ export class IndexOutbox {
       return undefined;
     }
     this.hasRow = row !== undefined;
-    return row === undefined || this.deliveredSeq >= row.seq ? undefined : row;
+    if (row === undefined) return undefined;
+    this.deliveredSeq = Math.max(this.deliveredSeq ?? 0, row.delivered_seq);
+    return { row, listed: listedFingerprint(JSON.parse(row.entry) as IndexEntry) };
+  }
+
+  private undelivered(): OutboxRow | undefined {
+    if (this.hasRow === false) return undefined;
+    const row = this.read()?.row;
+    return row === undefined || (this.deliveredSeq ?? 0) >= row.seq ? undefined : row;
   }
 
   private async deliverOnce(): Promise<void> {
     const row = this.undelivered();
+    if (row === undefined) return;
+    const entry = JSON.parse(row.entry) as IndexEntry;
     const counters = this.pending;
-    if (row === undefined && Object.keys(counters).length === 0) return;
     this.pending = {};
-    const delivery: IndexDelivery = { counters, atMs: this.clock().nowMs() };
-    if (row !== undefined) delivery.entry = { seq: row.seq, value: JSON.parse(row.entry) as IndexEntry };
+    const delivery: IndexDelivery = { entry: { seq: row.seq, value: entry }, counters, atMs: this.clock().nowMs() };
+    const shard = listingShardOf(entry.kind, entry.key, this.shards);
     try {
-      await this.env.INDEX.getByName(objectName(this.namespace, "index")).apply(delivery);
+      await this.env.INDEX_SHARDS.getByName(objectName(this.namespace, "index-shard", String(shard))).apply(delivery);
     } catch (err) {
       // Put the counters back and retry from the alarm (only ever moved earlier).
       this.restore(counters);
-      console.warn("index delivery failed; retrying", err);
+      console.warn("listing delivery failed; retrying", err);
       const retryAt = this.clock().nowMs() + this.retryMs;
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
       await this.alarms.ensure(retryAt);
       return;
     }
+    this.meter.add("deliveries");
     this.retryMs = RETRY_FIRST_MS;
-    // Remembered in memory only: a new instance re-sends its row once (the index ignores a
-    // seq it already holds), which costs less than a commit per delivery.
-    if (row !== undefined) this.deliveredSeq = Math.max(this.deliveredSeq, row.seq);
+    this.deliveredSeq = Math.max(this.deliveredSeq ?? 0, row.seq);
+    this.ctx.storage.sql.exec(
+      "UPDATE index_outbox SET delivered_seq = ? WHERE id = 1 AND delivered_seq < ?",
+      row.seq,
+      row.seq,
+    );
+  }
+
+  /** Put undelivered counters back (a failed delivery): no second Analytics Engine write. */
+  private restore(counters: CounterDeltas): void {
+    for (const [name, n] of Object.entries(counters)) {
+      const key = name as keyof CounterDeltas;
+      this.pending[key] = (this.pending[key] ?? 0) + (n ?? 0);
+    }
   }
 }

@@ -26,6 +26,7 @@ import { errorEnvelope } from "../protocol/errors.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 import { AlarmSchedule } from "./alarm-schedule.ts";
 import { IndexOutbox } from "./index-outbox.ts";
+import { ObjectMeter } from "./object-meter.ts";
 import type { Subscribers } from "./fan-out.ts";
 import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers } from "./websocket.ts";
 
@@ -36,28 +37,31 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
   protected readonly alarms: AlarmSchedule;
   /** What feeds the namespace index (disabled in the index itself; public for tests). */
   readonly outbox: IndexOutbox;
+  /** Per-object counters for the scale model (off unless `OBJECT_METER` is "on"). */
+  readonly meter: ObjectMeter;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.meter = new ObjectMeter(ctx, env);
     this.alarms = new AlarmSchedule(ctx.storage);
-    this.outbox = new IndexOutbox(ctx, env, () => this.clock, this.alarms);
+    this.outbox = new IndexOutbox(ctx, env, () => this.clock, this.alarms, this.meter);
   }
 
   /**
    * Call last in the subclass constructor: `open` runs before the object serves anything
-   * (the runtime holds every event until it settles). Then the alarm mirror is loaded and an
-   * index entry a previous instance committed but never delivered starts on its way.
+   * (the runtime holds every event until it settles). Then the alarm mirror is loaded and a
+   * listing entry a previous instance committed but never delivered starts on its way.
    */
   protected startUp(open: () => void | Promise<void>): void {
     // A rejection here is the runtime's to handle: it breaks the input gate (see above).
     void this.ctx.blockConcurrencyWhile(async () => {
       await open();
       await this.alarms.load();
-      this.outbox.kick();
+      await this.outbox.kick();
     });
   }
 
-  /** Deliver this object's pending index entry now (the index's reconciliation calls it). */
+  /** Deliver this object's pending listing entry now (tests and tools). */
   async flushIndex(): Promise<void> {
     await this.outbox.flush();
   }
@@ -93,7 +97,6 @@ export abstract class WatchedObject extends ShiftlockObject {
     const pair = new WebSocketPair();
     await register(params, pair[1]);
     this.outbox.count("watchersConnected");
-    this.outbox.kick();
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 

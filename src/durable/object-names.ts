@@ -5,7 +5,7 @@
  * injective, so no two distinct identities (in any namespace, of any kind) share an object,
  * whatever characters their names contain. See docs/adr/0003-object-naming.md.
  */
-export type ObjectKind = "claim" | "generation" | "scope" | "index";
+export type ObjectKind = "claim" | "generation" | "scope" | "index" | "index-shard";
 
 export function objectName(namespace: string, kind: ObjectKind, ...identity: string[]): string {
   return JSON.stringify([namespace, kind, ...identity]);

@@ -12,8 +12,8 @@
  *   broken invariant such as an object addressed under another id).
  * - Methods return plain `GenerationWireResponse` data over RPC; refusals are values, not exceptions.
  *
- * - Every change stages the record for the namespace index in the same transaction and arms
- *   the alarm {@link DELIVERY_CHECK_MS} later, which delivers anything still undelivered.
+ * - Every change stages the record for the namespace's listing in the same transaction; the
+ *   outbox arms the alarm shortly after, which delivers anything still undelivered.
  *
  * Does not: serve watches (generations have none), or authenticate (the router did, before
  * the object was addressed).
@@ -21,13 +21,11 @@
 import type { GenerationWireResponse } from "../core/generation-machine.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { ShiftlockObject } from "../durable/object-base.ts";
+import { meterMethods } from "../durable/object-meter.ts";
 import type { GenerationRecord, PatchGenerationBody, RegisterGenerationBody } from "../protocol/generations.ts";
 import { decidePatch, decideRegister, generationDecisionToResponse } from "../core/generation-machine.ts";
 import type { GenerationDecision } from "../core/generation-machine.ts";
 import { GenerationStore } from "./store.ts";
-
-/** When the alarm checks that a generation's index entry left (SPEC §6: lag ≤ 2 s). */
-export const DELIVERY_CHECK_MS = 1_000;
 
 export class GenerationObject extends ShiftlockObject {
   private readonly store: GenerationStore;
@@ -75,11 +73,8 @@ export class GenerationObject extends ShiftlockObject {
     const decision = decide(this.loadFor(id), nowMs);
     if (!decision.ok || !decision.changed) return generationDecisionToResponse(decision);
     this.store.save(decision.record, this.stage);
-    // Delivery starts now, not awaited; the alarm is the safety net should this instance die
-    // before it completes (generations change rarely, so one alarm write each is cheap).
-    const armed = this.outbox.enabled ? this.alarms.ensure(nowMs + DELIVERY_CHECK_MS) : undefined;
-    this.outbox.kick();
-    await armed;
+    // Delivery starts now, not awaited; its safety alarm is.
+    await this.outbox.kick();
     return generationDecisionToResponse(decision);
   }
 
@@ -97,3 +92,5 @@ export class GenerationObject extends ShiftlockObject {
     return record;
   }
 }
+
+meterMethods(GenerationObject.prototype, ["register", "patch", "get", "alarm"]);

@@ -13,7 +13,7 @@
 import type { Hono } from "hono";
 import { type CursorScope, decodeCursor, encodeCursor } from "../core/listing-cursor.ts";
 import type { NamespaceIndex } from "../listing/index-object.ts";
-import type { IndexKind } from "../listing/delivery.ts";
+import type { IndexKind } from "../core/listing-entry.ts";
 import { LIST_LIMIT_DEFAULT } from "../protocol/listing.ts";
 import { listClaims, listGenerations, listScopes, namespaceStats } from "../protocol/listing-routes.ts";
 import type { AppEnv } from "./app-env.ts";
@@ -34,16 +34,16 @@ interface ListRequest {
   cursor: string | undefined;
   limit: number | undefined;
   prefix?: string | undefined;
-  f1: string | undefined;
-  f2: string | undefined;
+  /** Exact-match filters by query name (the index store knows their columns). */
+  filters: Record<string, string | undefined>;
 }
 
 async function listPage(c: AppContext, ns: string, r: ListRequest): Promise<WireResponse> {
   // A cursor is valid only for the namespace, list and filters it was issued for.
-  const scope: CursorScope = { namespace: ns, list: r.field, filters: [r.prefix, r.f1, r.f2] };
+  const scope: CursorScope = { namespace: ns, list: r.field, filters: [r.prefix, ...Object.values(r.filters)] };
   const after = r.cursor === undefined ? undefined : decodeCursor(scope, r.cursor);
   const limit = r.limit ?? LIST_LIMIT_DEFAULT;
-  const page = await indexStub(c, ns).page({ kind: r.kind, after, prefix: r.prefix, f1: r.f1, f2: r.f2, limit });
+  const page = await indexStub(c, ns).page({ kind: r.kind, after, prefix: r.prefix, filters: r.filters, limit });
   const cursor = page.more && page.lastKey !== undefined ? encodeCursor(scope, page.lastKey) : null;
   return { status: 200, body: { [r.field]: page.records, cursor } };
 }
@@ -56,8 +56,7 @@ export function mountListingRoutes(app: Hono<AppEnv>): void {
       cursor: query.cursor,
       limit: query.limit,
       prefix: query.prefix,
-      f1: query.phase,
-      f2: query.owner,
+      filters: { phase: query.phase, owner: query.owner },
     }),
   );
   mount(app, listGenerations, (c, { params, query }) =>
@@ -66,8 +65,7 @@ export function mountListingRoutes(app: Hono<AppEnv>): void {
       field: "generations",
       cursor: query.cursor,
       limit: query.limit,
-      f1: query.service,
-      f2: query.state,
+      filters: { service: query.service, state: query.state },
     }),
   );
   mount(app, listScopes, (c, { params, query }) =>
@@ -76,8 +74,7 @@ export function mountListingRoutes(app: Hono<AppEnv>): void {
       field: "scopes",
       cursor: query.cursor,
       limit: query.limit,
-      f1: query.volumeId,
-      f2: undefined,
+      filters: { volumeId: query.volumeId },
     }),
   );
   mount(app, namespaceStats, async (c, { params }) => ({ status: 200, body: await indexStub(c, params.ns).stats() }));

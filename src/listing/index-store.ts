@@ -1,24 +1,64 @@
 /**
  * The namespace index's SQLite storage: one row per claim, generation and scope the
- * namespace's objects reported, plus counters in 10-second buckets for the last hour.
+ * namespace's objects reported (through their shards), the tallies `/stats` answers from, and
+ * counters in 10-second buckets for the last hour.
  *
  * Guarantees:
- * - An entry is applied only when its `seq` is above the stored one for that object, in one
- *   statement (`INSERT … ON CONFLICT DO UPDATE … WHERE seq < excluded.seq`): deliveries that
- *   arrive late, twice or out of order never move an entry back.
- * - Pages are read in key order by SQLite's BINARY collation, i.e. by the bytes of the UTF-8
- *   form (SPEC §6), `limit + 1` rows at most, so a page costs what it shows.
+ * - An entry is applied only when its `seq` is above the stored one for that object: batches
+ *   that arrive late, twice or out of order never move an entry back.
+ * - Each list has its own table with an index per filter (and per pair of filters), so every
+ *   page — with any filter — is one range scan in key order by SQLite's BINARY collation (the
+ *   bytes of the UTF-8 form, docs/protocol.md): `limit + 1` rows read, however many entries
+ *   the namespace holds or the filter skips.
+ * - Tallies (claims per phase, generations, scopes) are kept as entries change, in the same
+ *   transaction, so `/stats` reads a handful of rows, never the entries.
  * - Counter buckets older than {@link COUNTER_RETENTION_MS} are deleted as new ones arrive.
  *
  * Does not: decide anything about the records it holds; they are copies.
  */
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
-import type { CounterDeltas, IndexEntry, IndexKind } from "./delivery.ts";
+import type { CounterDeltas, IndexEntry, IndexKind, SequencedEntry } from "../core/listing-entry.ts";
 
 /** Width of a counter bucket. */
 export const COUNTER_BUCKET_MS = 10_000;
 /** Counters kept (the stats route answers the last minute and the last hour). */
 export const COUNTER_RETENTION_MS = 60 * 60 * 1000;
+
+/** How each list is stored: its table, its key column and its filter columns. */
+interface ListTable {
+  table: string;
+  key: string;
+  /** Filter columns, by query name. */
+  filters: Record<string, string>;
+  /** The filter values of an entry, by query name. */
+  values: (entry: IndexEntry) => Record<string, string>;
+  /** The tally an entry counts in (claims: its phase). */
+  tally: (entry: IndexEntry) => string;
+}
+
+const LISTS: Record<IndexKind, ListTable> = {
+  claim: {
+    table: "listed_claims",
+    key: "name",
+    filters: { phase: "phase", owner: "owner" },
+    values: (e) => (e.kind === "claim" ? { phase: e.record.phase, owner: e.record.ownerGeneration } : {}),
+    tally: (e) => (e.kind === "claim" ? e.record.phase : ""),
+  },
+  generation: {
+    table: "listed_generations",
+    key: "id",
+    filters: { service: "service", state: "state" },
+    values: (e) => (e.kind === "generation" ? { service: e.record.service, state: e.record.state } : {}),
+    tally: () => "",
+  },
+  scope: {
+    table: "listed_scopes",
+    key: "scope_key",
+    filters: { volumeId: "volume_id" },
+    values: (e) => (e.kind === "scope" ? { volumeId: e.record.volumeId } : {}),
+    tally: () => "",
+  },
+};
 
 const INDEX_SCHEMA: StoreSchema = {
   name: "index",
@@ -39,28 +79,41 @@ const INDEX_SCHEMA: StoreSchema = {
        n INTEGER NOT NULL,
        PRIMARY KEY (bucket, name)
      ) WITHOUT ROWID;`,
+    // 2: a table per list with an index per filter, and tallies kept as entries change.
+    `CREATE TABLE listed_claims (
+       name TEXT PRIMARY KEY, phase TEXT NOT NULL, owner TEXT NOT NULL, seq INTEGER NOT NULL, record TEXT NOT NULL
+     ) WITHOUT ROWID;
+     CREATE INDEX listed_claims_phase ON listed_claims (phase, name);
+     CREATE INDEX listed_claims_owner ON listed_claims (owner, name);
+     CREATE INDEX listed_claims_owner_phase ON listed_claims (owner, phase, name);
+     CREATE TABLE listed_generations (
+       id TEXT PRIMARY KEY, service TEXT NOT NULL, state TEXT NOT NULL, seq INTEGER NOT NULL, record TEXT NOT NULL
+     ) WITHOUT ROWID;
+     CREATE INDEX listed_generations_service ON listed_generations (service, id);
+     CREATE INDEX listed_generations_state ON listed_generations (state, id);
+     CREATE INDEX listed_generations_service_state ON listed_generations (service, state, id);
+     CREATE TABLE listed_scopes (
+       scope_key TEXT PRIMARY KEY, volume_id TEXT NOT NULL, seq INTEGER NOT NULL, record TEXT NOT NULL
+     ) WITHOUT ROWID;
+     CREATE INDEX listed_scopes_volume ON listed_scopes (volume_id, scope_key);
+     CREATE TABLE tallies (kind TEXT NOT NULL, bucket TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (kind, bucket))
+       WITHOUT ROWID;
+     INSERT INTO listed_claims SELECT key, f1, f2, seq, record FROM entries WHERE kind = 'claim';
+     INSERT INTO listed_generations SELECT key, f1, f2, seq, record FROM entries WHERE kind = 'generation';
+     INSERT INTO listed_scopes SELECT key, f1, seq, record FROM entries WHERE kind = 'scope';
+     INSERT INTO tallies SELECT 'claim', phase, COUNT(*) FROM listed_claims GROUP BY phase;
+     INSERT INTO tallies SELECT 'generation', '', COUNT(*) FROM listed_generations HAVING COUNT(*) > 0;
+     INSERT INTO tallies SELECT 'scope', '', COUNT(*) FROM listed_scopes HAVING COUNT(*) > 0;
+     DROP TABLE entries;`,
   ],
 };
 
-/** The filter columns of an entry: claims (phase, owner), generations (service, state), scopes (volumeId, ""). */
-function filterColumns(entry: IndexEntry): [string, string] {
-  switch (entry.kind) {
-    case "claim":
-      return [entry.record.phase, entry.record.ownerGeneration];
-    case "generation":
-      return [entry.record.service, entry.record.state];
-    case "scope":
-      return [entry.record.volumeId, ""];
-  }
-}
-
-/** One page request against the store. `f1`/`f2` are exact-match filters on the filter columns. */
+/** One page request against the store: exact-match `filters` by query name. */
 export interface PageQuery {
   kind: IndexKind;
   after: string | undefined;
   prefix: string | undefined;
-  f1: string | undefined;
-  f2: string | undefined;
+  filters: Record<string, string | undefined>;
   limit: number;
 }
 
@@ -74,34 +127,45 @@ export class IndexStore extends MigratedStore {
     super(storage, INDEX_SCHEMA);
   }
 
-  /** Apply one object's entry if it is newer than what is stored. One transaction. */
-  apply(entry: { seq: number; value: IndexEntry } | undefined, counters: CounterDeltas, nowMs: number): void {
+  /** Apply a shard's batch: each entry if newer than the stored one, and its counters. One transaction. */
+  applyBatch(entries: readonly SequencedEntry[], counters: CounterDeltas, nowMs: number): void {
     this.write(() => {
-      if (entry !== undefined) this.upsert(entry.seq, entry.value);
+      for (const e of entries) this.upsert(e.seq, e.value);
       this.addCounters(counters, nowMs);
     });
   }
 
-  /** Write many entries at once (seeding in tests, large reconciliations). */
-  applyMany(entries: readonly { seq: number; value: IndexEntry }[]): void {
-    this.write(() => {
-      for (const e of entries) this.upsert(e.seq, e.value);
-    });
-  }
-
   private upsert(seq: number, value: IndexEntry): void {
-    const [f1, f2] = filterColumns(value);
+    const list = LISTS[value.kind];
+    const prior = this.sql
+      .exec<{ seq: number; record: string }>(`SELECT seq, record FROM ${list.table} WHERE ${list.key} = ?`, value.key)
+      .toArray()[0];
+    if (prior !== undefined && prior.seq >= seq) return;
+    const values = list.values(value);
+    const columns = Object.entries(list.filters).map(([name, column]) => ({ column, value: values[name] ?? "" }));
+    const names = [list.key, ...columns.map((c) => c.column), "seq", "record"];
     this.sql.exec(
-      `INSERT INTO entries (kind, key, f1, f2, seq, record) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (kind, key) DO UPDATE SET f1 = excluded.f1, f2 = excluded.f2, seq = excluded.seq,
-         record = excluded.record
-       WHERE entries.seq < excluded.seq`,
-      value.kind,
+      `INSERT OR REPLACE INTO ${list.table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`,
       value.key,
-      f1,
-      f2,
+      ...columns.map((c) => c.value),
       seq,
       JSON.stringify(value.record),
+    );
+    const before =
+      prior === undefined ? undefined : list.tally({ ...value, record: JSON.parse(prior.record) as never });
+    const after = list.tally(value);
+    if (before === after) return;
+    if (before !== undefined) this.addTally(value.kind, before, -1);
+    this.addTally(value.kind, after, 1);
+  }
+
+  private addTally(kind: IndexKind, bucket: string, n: number): void {
+    this.sql.exec(
+      `INSERT INTO tallies (kind, bucket, n) VALUES (?, ?, ?)
+       ON CONFLICT (kind, bucket) DO UPDATE SET n = n + excluded.n`,
+      kind,
+      bucket,
+      n,
     );
   }
 
@@ -124,36 +188,40 @@ export class IndexStore extends MigratedStore {
     );
   }
 
-  /** One page: up to `limit` records (JSON text) after `after`, and whether more follow. */
-  page(q: PageQuery): { keys: string[]; records: string[]; more: boolean } {
-    const where = ["kind = ?"];
-    const args: (string | number)[] = [q.kind];
+  /**
+   * One page: up to `limit` records (JSON text) after `after`, whether more follow, and the
+   * rows SQLite read for it (`limit + 1` at most: the filters are index columns).
+   */
+  page(q: PageQuery): { keys: string[]; records: string[]; more: boolean; rowsRead: number } {
+    const list = LISTS[q.kind];
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    for (const [name, value] of Object.entries(q.filters)) {
+      const column = list.filters[name];
+      if (value === undefined || column === undefined) continue;
+      where.push(`${column} = ?`);
+      args.push(value);
+    }
     if (q.after !== undefined) {
-      where.push("key > ?");
+      where.push(`${list.key} > ?`);
       args.push(q.after);
     }
     if (q.prefix !== undefined && q.prefix !== "") {
-      where.push("key >= ?", "key <= ?", "substr(key, 1, ?) = ?");
-      args.push(q.prefix, prefixUpperBound(q.prefix), [...q.prefix].length, q.prefix);
+      // The range alone is exact: a key within it that did not start with the prefix would
+      // differ from it at some character by a larger one, and so sort above the bound.
+      where.push(`${list.key} >= ?`, `${list.key} <= ?`);
+      args.push(q.prefix, prefixUpperBound(q.prefix));
     }
-    if (q.f1 !== undefined) {
-      where.push("f1 = ?");
-      args.push(q.f1);
-    }
-    if (q.f2 !== undefined) {
-      where.push("f2 = ?");
-      args.push(q.f2);
-    }
-    const rows = this.sql
-      .exec<{ key: string; record: string }>(
-        `SELECT key, record FROM entries WHERE ${where.join(" AND ")} ORDER BY key LIMIT ?`,
-        ...args,
-        q.limit + 1,
-      )
-      .toArray();
+    const cursor = this.sql.exec<{ key: string; record: string }>(
+      `SELECT ${list.key} AS key, record FROM ${list.table}
+       ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY ${list.key} LIMIT ?`,
+      ...args,
+      q.limit + 1,
+    );
+    const rows = cursor.toArray();
     const more = rows.length > q.limit;
     const shown = more ? rows.slice(0, q.limit) : rows;
-    return { keys: shown.map((r) => r.key), records: shown.map((r) => r.record), more };
+    return { keys: shown.map((r) => r.key), records: shown.map((r) => r.record), more, rowsRead: cursor.rowsRead };
   }
 
   /** Counter sums since `sinceMs` (bucket granularity), by counter name. */
@@ -167,29 +235,16 @@ export class IndexStore extends MigratedStore {
     return Object.fromEntries(rows.map((r) => [r.name, r.n]));
   }
 
-  /** Entries per kind, and claims per phase. */
+  /** Entries per kind, and claims per phase: read from the tallies, not the entries. */
   tallies(): { claimsByPhase: Record<string, number>; generations: number; scopes: number } {
     const claimsByPhase: Record<string, number> = {};
-    for (const r of this.sql
-      .exec<{ f1: string; n: number }>("SELECT f1, COUNT(*) AS n FROM entries WHERE kind = 'claim' GROUP BY f1")
-      .toArray()) {
-      claimsByPhase[r.f1] = r.n;
+    let generations = 0;
+    let scopes = 0;
+    for (const r of this.sql.exec<{ kind: string; bucket: string; n: number }>("SELECT kind, bucket, n FROM tallies")) {
+      if (r.kind === "claim") claimsByPhase[r.bucket] = r.n;
+      else if (r.kind === "generation") generations = r.n;
+      else if (r.kind === "scope") scopes = r.n;
     }
-    const count = (kind: IndexKind): number =>
-      this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM entries WHERE kind = ?", kind).one().n;
-    return { claimsByPhase, generations: count("generation"), scopes: count("scope") };
-  }
-
-  /** Up to `limit` entry keys of `kind` after `after` (reconciliation's round robin). */
-  keysAfter(kind: IndexKind, after: string, limit: number): string[] {
-    return this.sql
-      .exec<{ key: string }>(
-        "SELECT key FROM entries WHERE kind = ? AND key > ? ORDER BY key LIMIT ?",
-        kind,
-        after,
-        limit,
-      )
-      .toArray()
-      .map((r) => r.key);
+    return { claimsByPhase, generations, scopes };
   }
 }

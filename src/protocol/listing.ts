@@ -75,8 +75,11 @@ export const scopeSummarySchema = z.object({
   key: z.string(),
   generation: counterSchema,
   held: z.boolean(),
-  wantLock: z.boolean(),
-  leaseExpiresAtMs: epochMsSchema.describe("the held lease's deadline (server clock); 0 when not held"),
+  holder: z.string().describe('the holding participant id; "" when free'),
+  wantLock: z.boolean().describe("someone is queued or asked while it was held (follows within 2 s)"),
+  leaseExpiresAtMs: epochMsSchema.describe(
+    "the held lease's deadline as of its grant (server clock; keepalives do not reach the listing); 0 when not held",
+  ),
 });
 export type ScopeSummary = z.output<typeof scopeSummarySchema>;
 export type ScopeSummaryWire = z.input<typeof scopeSummarySchema>;

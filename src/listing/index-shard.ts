@@ -1,0 +1,77 @@
+/**
+ * A listing shard (docs/listing.md, docs/adr/0008-sharded-listing-index.md): one of
+ * `LISTING_SHARDS` Durable Objects per namespace, named `objectName(ns, "index-shard", i)`,
+ * that take the objects' listing deliveries and forward them to the namespace index in
+ * batches.
+ *
+ * Guarantees:
+ * - Each object delivers to one shard, by its key (core/listing-shard.ts), so a shard receives
+ *   1/`LISTING_SHARDS` of the namespace's listed changes; the namespace index receives at most
+ *   one batch per shard per {@link FORWARD_MS}, however many objects changed.
+ * - A delivery is acknowledged only once it is committed here ({@link ShardStore.accept}):
+ *   what an object was told arrived survives a restart of the shard.
+ * - Forwarding runs from the shard's one alarm, armed {@link FORWARD_MS} after the first
+ *   pending delivery and only ever moved earlier; a failed forward is retried from the same
+ *   alarm with backoff. With nothing pending the shard has no alarm: idle costs nothing.
+ * - Entries apply at the index by sequence number, so a batch that arrives twice (a forward
+ *   that succeeded but whose acknowledgement was lost) changes nothing the second time.
+ *
+ * Does not: answer listings (the namespace index does) or keep what it forwarded.
+ */
+import { ShiftlockObject } from "../durable/object-base.ts";
+import { meterMethods } from "../durable/object-meter.ts";
+import { objectName } from "../durable/object-names.ts";
+import { RETRY_FIRST_MS, RETRY_MAX_MS, identityOf } from "../durable/index-outbox.ts";
+import type { IndexDelivery } from "../core/listing-entry.ts";
+import { ShardStore } from "./shard-store.ts";
+
+/** How long a shard gathers deliveries before it forwards them (the listing lags by about this). */
+export const FORWARD_MS = 500;
+/** Most entries in one forwarded batch. */
+export const FORWARD_BATCH = 500;
+
+export class IndexShard extends ShiftlockObject {
+  private readonly store: ShardStore;
+  private retryMs = RETRY_FIRST_MS;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new ShardStore(ctx.storage);
+    this.startUp(() => this.store.open());
+  }
+
+  /** Accept one object's delivery; forwarding follows within {@link FORWARD_MS}. */
+  async apply(delivery: IndexDelivery): Promise<void> {
+    this.store.accept(delivery);
+    await this.alarms.ensure(this.clock.nowMs() + FORWARD_MS);
+  }
+
+  /** Forward what is pending. Idempotent. */
+  override async alarm(): Promise<void> {
+    this.alarms.fired();
+    await this.forward();
+  }
+
+  /** Forward everything pending now, in batches (the alarm; tests settle the listing with it). */
+  async forward(): Promise<void> {
+    const index = this.env.INDEX.getByName(objectName(identityOf(this.ctx)?.namespace ?? "", "index"));
+    for (;;) {
+      const batch = this.store.take(FORWARD_BATCH);
+      if (batch.entries.length === 0 && Object.keys(batch.counters).length === 0) return;
+      try {
+        await index.applyBatch({ ...batch, atMs: this.clock.nowMs() });
+      } catch (err) {
+        console.warn("listing forward failed; retrying", err);
+        const retryAt = this.clock.nowMs() + this.retryMs;
+        this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+        await this.alarms.ensure(retryAt);
+        return;
+      }
+      this.retryMs = RETRY_FIRST_MS;
+      this.store.forwarded(batch);
+      this.meter.add("deliveries");
+    }
+  }
+}
+
+meterMethods(IndexShard.prototype, ["apply", "alarm"]);
