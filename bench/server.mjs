@@ -243,9 +243,10 @@ export const SERVER_DESCRIPTIONS = {
 /**
  * Start a server of `kind` on a free port with a fresh temporary state directory.
  * @param {import("./options.mjs").ServerKind} [kind]
- * @param {{ inspectorPort?: number, listingIndex?: "on" | "off" }} [extra] `listingIndex`: npm start's
- *   `--listing-index`; `inspectorPort`: also open workerd's V8
- *   inspector there (`npm start`'s `--inspector-port`; npm-start only)
+ * @param {{ inspectorPort?: number, listingIndex?: "on" | "off", serveArgs?: string, onLine?: (line: string) => void }} [extra]
+ *   `listingIndex`: npm start's `--listing-index`; `inspectorPort`: also open workerd's V8
+ *   inspector there (`npm start`'s `--inspector-port`; npm-start only); `serveArgs`: more
+ *   options for the serving half; `onLine`: called with every line the server prints
  * @returns {Promise<RunningServer>}
  */
 export async function startServer(kind = "npm-start", extra = {}) {
@@ -255,7 +256,8 @@ export async function startServer(kind = "npm-start", extra = {}) {
   const port = await freePort();
   const inspector =
     (extra.inspectorPort === undefined ? "" : ` --inspector-port ${extra.inspectorPort}`) +
-    (extra.listingIndex === undefined ? "" : ` --listing-index ${extra.listingIndex}`);
+    (extra.listingIndex === undefined ? "" : ` --listing-index ${extra.listingIndex}`) +
+    (extra.serveArgs === undefined ? "" : ` ${extra.serveArgs}`);
   const command =
     kind === "direct"
       ? `node --import ./src/cli/register-ts.mjs bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`
@@ -285,6 +287,15 @@ export async function startServer(kind = "npm-start", extra = {}) {
   let output = "";
   // Keep only the tail of what it prints.
   const keep = (/** @type {Buffer} */ d) => (output = (output + d.toString("utf8")).slice(-20_000));
+  let partial = "";
+  const onLine = extra.onLine;
+  if (onLine !== undefined) {
+    child.stdout.on("data", (/** @type {Buffer} */ d) => {
+      const lines = (partial + d.toString("utf8")).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) onLine(line);
+    });
+  }
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
   let url = kind === "direct" ? undefined : `http://127.0.0.1:${port}`;

@@ -33,7 +33,7 @@ import type {
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { armAlarm } from "./alarm.ts";
-import { decideClaim } from "../core/claim-machine.ts";
+import { decideClaim, nextDeadlineMs } from "../core/claim-machine.ts";
 import type { ClaimCommand, ClaimStep } from "../core/claim-machine.ts";
 import { isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
 import { claimResultToResponse } from "../core/claim-response.ts";
@@ -212,7 +212,7 @@ export class ClaimObject extends WatchedObject {
     const armed = armAlarm(this.alarms, step.next);
     if (publish) this.watchers.publish(step.events);
     // Delivery to the listing starts after the publish and is not awaited; its safety alarm is.
-    await Promise.all([armed, this.outbox.kick()]);
+    await Promise.all([armed, this.outbox.kick(nextDeadlineMs(step.next))]);
   }
 }
 

@@ -263,10 +263,11 @@ export class ScopeObject extends WatchedObject {
     if (!step.changed) this.stage(step.next);
     this.state = step.next;
     this.count(command, step);
-    const armed = [this.alarms.ensure(nextDeadlineMs(step.next))];
+    const deadlineMs = nextDeadlineMs(step.next);
+    const armed = [this.alarms.ensure(deadlineMs)];
     this.watchers.publish(step.events);
     // Delivery to the listing starts now and is not awaited; its safety alarm is.
-    armed.push(this.outbox.kick());
+    armed.push(this.outbox.kick(deadlineMs));
     const orphans: string[] = [];
     for (const { waiterId, lease } of step.granted) {
       if (!this.waiters.settle(waiterId, scopeResultToResponse({ ok: true, kind: "granted", lease })))

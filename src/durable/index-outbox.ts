@@ -17,9 +17,10 @@
  * - The highest delivered seq is written back to the row (one row per delivery, not per
  *   mutation), so a restarted instance — after a deploy, an eviction — re-sends nothing that
  *   arrived: restarts cause no delivery storm.
- * - Every staged change arms the object's alarm {@link DELIVERY_CHECK_MS} later (the one
- *   alarm, only ever moved earlier): should this instance die before delivering, the alarm
- *   delivers. A failed delivery is retried from the same alarm with backoff from
+ * - Should this instance die before delivering, the object's one alarm delivers: a held
+ *   claim's or lease's expiry alarm, or, for an object with no deadline (released, a
+ *   generation), an alarm {@link DELIVERY_CHECK_MS} after the change (only ever moved
+ *   earlier). A failed delivery is retried from the same alarm with backoff from
  *   {@link RETRY_FIRST_MS} to {@link RETRY_MAX_MS}. Nothing else wakes the object: once
  *   everything is delivered, the outbox costs nothing.
  * - Counters (acquires, refusals by code, expiries, …) are kept in memory and travel with
@@ -154,10 +155,12 @@ export class IndexOutbox {
 
   /**
    * After a commit: start delivering what was staged (not awaited: the runtime's) and return
-   * the safety alarm's write for the caller to await with its own alarm write. Synchronous
-   * up to the returned promise.
+   * the safety alarm's write for the caller to await with its own. `deadlineMs` is the
+   * object's own next deadline (a lease's expiry), whose alarm already serves as the safety
+   * net; an object without one (released, a generation) is armed {@link DELIVERY_CHECK_MS}
+   * ahead. Synchronous up to the returned promise.
    */
-  kick(): Promise<void> {
+  kick(deadlineMs?: number): Promise<void> {
     if (!this.enabled) return Promise.resolve();
     const staged = this.stagedSinceKick;
     this.stagedSinceKick = false;
@@ -166,7 +169,9 @@ export class IndexOutbox {
     if (!staged && (this.deliveredSeq !== undefined || this.undelivered() === undefined)) return Promise.resolve();
     // The delivery is the runtime's (`waitUntil` in start) and never rejects.
     void this.start(COALESCE_MS);
-    return staged ? this.alarms.ensure(this.clock().nowMs() + DELIVERY_CHECK_MS) : Promise.resolve();
+    return staged && deadlineMs === undefined
+      ? this.alarms.ensure(this.clock().nowMs() + DELIVERY_CHECK_MS)
+      : Promise.resolve();
   }
 
   /** Start a delivery unless one is in flight (then mark dirty). Undefined when none can run. */

@@ -8,7 +8,9 @@
  * `--inspector-port` opens workerd's V8 inspector on 127.0.0.1:P (profiling, debugging:
  * bench/profile.mjs) and prints `inspector on http://127.0.0.1:P`; off by default.
  * Prints `shiftlock listening on <url>` once it serves. SIGINT and SIGTERM close the front
- * `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index feeding: the
+ * `--listing-shards N` sets `LISTING_SHARDS` (docs/listing.md); `--object-meter on` sets
+ * `OBJECT_METER = "on"`: one JSON line per Durable Object call (the scale model's counts,
+ * docs/scale.md). `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index feeding: the
  * bench's comparison, docs/listing.md); on by default, as deployed.
  * and workerd and exit 0; a second signal exits at once. Unknown options are errors (exit 2).
  */
@@ -18,7 +20,7 @@ import { startLocalServer } from "./local-server.ts";
 function usage(message: string): never {
   console.error(`shiftlock serve: ${message}`);
   console.error(
-    "usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist] [--inspector-port P] [--listing-index on|off]",
+    "usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist] [--inspector-port P] [--listing-index on|off] [--listing-shards N] [--object-meter on|off]",
   );
   process.exit(2);
 }
@@ -30,6 +32,8 @@ let values: {
   bundle: string;
   "inspector-port"?: string;
   "listing-index": string;
+  "listing-shards"?: string;
+  "object-meter": string;
 };
 try {
   ({ values } = parseArgs({
@@ -40,6 +44,8 @@ try {
       bundle: { type: "string", default: "dist" },
       "inspector-port": { type: "string" },
       "listing-index": { type: "string", default: "on" },
+      "listing-shards": { type: "string" },
+      "object-meter": { type: "string", default: "off" },
     },
     strict: true,
     allowPositionals: false,
@@ -55,6 +61,10 @@ if (inspectorPort !== undefined && (!Number.isInteger(inspectorPort) || inspecto
 }
 
 if (values["listing-index"] !== "on" && values["listing-index"] !== "off") usage("--listing-index must be on or off");
+const objectMeter = values["object-meter"];
+if (objectMeter !== "on" && objectMeter !== "off") usage("--object-meter must be on or off");
+const shards = values["listing-shards"];
+if (shards !== undefined && !/^[1-9][0-9]{0,3}$/.test(shards)) usage("--listing-shards must be an integer 1..1024");
 
 const server = await startLocalServer({
   host: values.host,
@@ -62,7 +72,11 @@ const server = await startLocalServer({
   persistTo: values["persist-to"],
   bundleDir: values.bundle,
   ...(inspectorPort === undefined ? {} : { inspectorPort }),
-  bindings: { LISTING_INDEX: values["listing-index"] },
+  bindings: {
+    LISTING_INDEX: values["listing-index"],
+    OBJECT_METER: objectMeter,
+    ...(shards === undefined ? {} : { LISTING_SHARDS: shards }),
+  },
 });
 process.stdout.write(`shiftlock listening on ${server.url} (state in ${values["persist-to"]})\n`);
 if (server.inspectorUrl !== undefined) process.stdout.write(`inspector on ${server.inspectorUrl}\n`);

@@ -1,0 +1,193 @@
+/**
+ * The arithmetic of the scale model (`npm run bench:scale`, docs/scale.md): per-object
+ * counts by phase from the server's meter lines, and their projection to larger namespaces
+ * with Cloudflare's list prices.
+ *
+ * Guarantees: pure functions of their inputs (no clock, no I/O), so the projection is checked
+ * by unit tests. Counts are summed exactly from the lines; nothing is sampled.
+ * Does not: measure anything (bench/scale.mjs does) or know Cloudflare's limits beyond the
+ * figures passed in.
+ */
+
+/** Workers Paid list prices as published in 2025 (check them when deploying). */
+export const PRICES = {
+  workerRequestsPerM: 0.3,
+  workerCpuPerMCpuMs: 0.02,
+  objectRequestsPerM: 0.15,
+  durationPerMGbS: 12.5,
+  rowsReadPerM: 0.001,
+  rowsWrittenPerM: 1.0,
+  storagePerGbMonth: 0.2,
+};
+/** Memory billed per active object (GB). */
+export const OBJECT_GB = 0.128;
+export const SECONDS_PER_MONTH = 30 * 24 * 3600;
+
+/**
+ * @typedef {{ obj: string, op: string, startMs: number, durMs: number, rowsRead: number,
+ *   rowsWritten: number, frames: number, deliveries: number }} MeterLine
+ * @typedef {{ name: string, startMs: number, endMs: number }} Phase
+ * @typedef {{ requests: number, alarms: number, rowsRead: number, rowsWritten: number,
+ *   frames: number, deliveries: number, busyMs: number, intervals: [number, number][] }} ObjectCounts
+ */
+
+/** The kind of an object from its name (`["ns", kind, …]`). */
+export function kindOf(/** @type {string} */ obj) {
+  try {
+    const parsed = /** @type {unknown} */ (JSON.parse(obj));
+    return Array.isArray(parsed) && typeof parsed[1] === "string" ? parsed[1] : "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+/** Parse one printed line; undefined unless it is a meter line. */
+export function parseMeterLine(/** @type {string} */ line) {
+  const start = line.indexOf('{"meter":1');
+  if (start < 0) return undefined;
+  try {
+    const parsed = /** @type {unknown} */ (JSON.parse(line.slice(start)));
+    return /** @type {MeterLine} */ (parsed);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Total length of the union of intervals (ms). */
+export function unionMs(/** @type {[number, number][]} */ intervals) {
+  const sorted = [...intervals].sort((a, b) => a[0] - b[0]);
+  let total = 0;
+  let end = -Infinity;
+  for (const [s, e] of sorted) {
+    if (e <= end) continue;
+    total += e - Math.max(s, end);
+    end = e;
+  }
+  return total;
+}
+
+/**
+ * Counts per object for each phase (a line belongs to the phase its call started in).
+ * @param {MeterLine[]} lines
+ * @param {Phase[]} phases
+ * @returns {Map<string, Map<string, ObjectCounts>>} phase → object → counts
+ */
+export function countByPhase(lines, phases) {
+  /** @type {Map<string, Map<string, ObjectCounts>>} */
+  const out = new Map(phases.map((p) => [p.name, new Map()]));
+  for (const line of lines) {
+    const phase = phases.find((p) => line.startMs >= p.startMs && line.startMs < p.endMs);
+    if (phase === undefined) continue;
+    const objects = /** @type {Map<string, ObjectCounts>} */ (out.get(phase.name));
+    let c = objects.get(line.obj);
+    if (c === undefined) {
+      c = { requests: 0, alarms: 0, rowsRead: 0, rowsWritten: 0, frames: 0, deliveries: 0, busyMs: 0, intervals: [] };
+      objects.set(line.obj, c);
+    }
+    if (line.op === "alarm") c.alarms++;
+    else c.requests++;
+    c.rowsRead += line.rowsRead;
+    c.rowsWritten += line.rowsWritten;
+    c.frames += line.frames;
+    c.deliveries += line.deliveries;
+    c.intervals.push([line.startMs, line.startMs + Math.max(line.durMs, 0)]);
+  }
+  for (const objects of out.values()) for (const c of objects.values()) c.busyMs = unionMs(c.intervals);
+  return out;
+}
+
+/**
+ * One phase's summary: totals by object kind, and the busiest object (requests + alarms per second).
+ * @param {Map<string, ObjectCounts>} objects
+ * @param {number} seconds
+ */
+export function summarize(objects, seconds) {
+  /** @type {Record<string, { objects: number, requests: number, alarms: number, rowsRead: number, rowsWritten: number, frames: number, deliveries: number, busyS: number }>} */
+  const byKind = {};
+  let busiest = { obj: "", kind: "", reqPerS: 0 };
+  for (const [obj, c] of objects) {
+    const kind = kindOf(obj);
+    const k = (byKind[kind] ??= {
+      objects: 0,
+      requests: 0,
+      alarms: 0,
+      rowsRead: 0,
+      rowsWritten: 0,
+      frames: 0,
+      deliveries: 0,
+      busyS: 0,
+    });
+    k.objects++;
+    k.requests += c.requests;
+    k.alarms += c.alarms;
+    k.rowsRead += c.rowsRead;
+    k.rowsWritten += c.rowsWritten;
+    k.frames += c.frames;
+    k.deliveries += c.deliveries;
+    k.busyS += c.busyMs / 1000;
+    const reqPerS = (c.requests + c.alarms) / seconds;
+    if (reqPerS > busiest.reqPerS) busiest = { obj, kind, reqPerS };
+  }
+  return { byKind, busiest };
+}
+
+/**
+ * Project a measured phase to `claims` claims, as docs/scale.md explains: a per-claim (or
+ * per-scope) object keeps its own per-operation counts, so its rate is the measured one
+ * scaled by how much more often it is called (`perObjectFactor`); a shared object's load
+ * (shards, the index) is scaled by the total operation rate and divided over the shards the
+ * deployment configures, except that the index receives at most one batch per shard per
+ * forwarding window.
+ * @param {ReturnType<typeof summarize>} measured
+ * @param {{ seconds: number, opsPerS: number, perObjectFactor: number, shardsMeasured: number,
+ *   opsPerSProjected: number, shardsProjected: number, forwardWindowS: number }} p
+ * @returns {{ busiestReqPerS: number, busiestKind: string, shardReqPerS: number, indexReqPerS: number }}
+ */
+export function projectPhase(measured, p) {
+  const k = measured.byKind;
+  const rate = (/** @type {string} */ kind) => {
+    const c = k[kind];
+    return c === undefined ? 0 : (c.requests + c.alarms) / p.seconds;
+  };
+  const scale = p.opsPerS === 0 ? 0 : p.opsPerSProjected / p.opsPerS;
+  // Shards: the measured total over all shards, scaled with the operations, spread over the configured count.
+  const shardReqPerS = (rate("index-shard") * scale) / p.shardsProjected;
+  const indexReqPerS = Math.min(rate("index") * scale, p.shardsProjected / p.forwardWindowS + rate("index"));
+  let ownBusiest = 0;
+  let ownKind = "";
+  for (const kind of ["claim", "scope", "generation"]) {
+    const c = k[kind];
+    if (c === undefined || c.objects === 0) continue;
+    // The busiest own object's rate, times how much more often it is called.
+    const perObject =
+      measured.busiest.kind === kind ? measured.busiest.reqPerS : (c.requests + c.alarms) / p.seconds / c.objects;
+    const projected = perObject * p.perObjectFactor;
+    if (projected > ownBusiest) {
+      ownBusiest = projected;
+      ownKind = kind;
+    }
+  }
+  const candidates = [
+    { kind: ownKind, r: ownBusiest },
+    { kind: "index-shard", r: shardReqPerS },
+    { kind: "index", r: indexReqPerS },
+  ].sort((a, b) => b.r - a.r);
+  const top = /** @type {{ kind: string, r: number }} */ (candidates[0]);
+  return { busiestReqPerS: top.r, busiestKind: top.kind, shardReqPerS, indexReqPerS };
+}
+
+/**
+ * Monthly list price of a steady state that repeats forever: `perSecond` of each billed unit.
+ * @param {{ workerRequests: number, objectRequests: number, busyObjectS: number, rowsRead: number, rowsWritten: number, storageGb: number }} perSecond
+ */
+export function monthlyUsd(perSecond) {
+  const m = SECONDS_PER_MONTH;
+  return (
+    (perSecond.workerRequests * m * PRICES.workerRequestsPerM) / 1e6 +
+    (perSecond.objectRequests * m * PRICES.objectRequestsPerM) / 1e6 +
+    (perSecond.busyObjectS * OBJECT_GB * m * PRICES.durationPerMGbS) / 1e6 +
+    (perSecond.rowsRead * m * PRICES.rowsReadPerM) / 1e6 +
+    (perSecond.rowsWritten * m * PRICES.rowsWrittenPerM) / 1e6 +
+    perSecond.storageGb * PRICES.storagePerGbMonth
+  );
+}

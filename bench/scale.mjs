@@ -1,0 +1,373 @@
+/**
+ * `npm run bench:scale`: the scale model (docs/scale.md). Against its own `npm start` server
+ * (free port, fresh state, `--object-meter on`) it runs one namespace through four phases —
+ * a large listing, steady renewals and keepalives, a hand-over of every claim to a second
+ * generation, and idle — and counts, from the server's per-object meter lines (never
+ * sampled), the requests, alarms, rows, listing deliveries, WebSocket frames and busy time
+ * of every Durable Object per phase. It prints a table per phase, a projection to 100,000 and
+ * 1,000,000 claims (ttl 15 s, renew every 5 s, hand-over of all claims in 60 s) priced with
+ * Cloudflare's list prices, and, last, one JSON line.
+ *
+ * The hand-over sends what the handoff runtime sends (docs/handoff.md): the prepare of every
+ * claim, then the commit of every claim, through the batch route (128 claims a request).
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import WebSocket from "ws";
+import { hardLimit, stopAllAndExit } from "./cleanup.mjs";
+import { makeClient } from "./http.mjs";
+import { PRICES, countByPhase, monthlyUsd, parseMeterLine, projectPhase, summarize } from "./scale-model.mjs";
+import { startServer } from "./server.mjs";
+import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+
+const USAGE = `usage: npm run bench:scale -- [--listing-entries N] [--claims N] [--ttl-ms MS] [--scopes M]
+  [--steady-s S] [--idle-s S] [--shards N]`;
+const { values } = parseOptions(process.argv.slice(2), {
+  "listing-entries": { type: "string", default: "20000" },
+  claims: { type: "string", default: "2000" },
+  "ttl-ms": { type: "string", default: "30000" },
+  scopes: { type: "string", default: "20" },
+  "steady-s": { type: "string", default: "30" },
+  "idle-s": { type: "string", default: "120" },
+  shards: { type: "string", default: "16" },
+  help: { type: "boolean" },
+});
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+/** An integer option that has a default, so it is always set. */
+const int = (
+  /** @type {string} */ label,
+  /** @type {string | undefined} */ text,
+  /** @type {{ min?: number, max?: number }} */ range,
+) => /** @type {number} */ (parseInteger(label, text, range));
+const listingEntries = int("--listing-entries", values["listing-entries"], { min: 0 });
+const claims = int("--claims", values.claims, { min: 1 });
+const ttlMs = int("--ttl-ms", values["ttl-ms"], { min: 1000 });
+const scopes = int("--scopes", values.scopes, { min: 0 });
+const steadyS = int("--steady-s", values["steady-s"], { min: 1 });
+const idleS = int("--idle-s", values["idle-s"], { min: 1 });
+const shards = int("--shards", values.shards, { min: 1, max: 1024 });
+hardLimit("bench:scale", 3_600_000);
+
+const NS = "scale";
+const BATCH = 128;
+/** @type {import("./scale-model.mjs").MeterLine[]} */
+const lines = [];
+const server = await startServer("npm-start", {
+  serveArgs: `--object-meter on --listing-shards ${shards}`,
+  onLine: (line) => {
+    const m = parseMeterLine(line);
+    if (m !== undefined) lines.push(m);
+  },
+});
+const client = await makeClient("dev-token");
+const base = `${server.url}/v1/ns/${NS}`;
+/** Worker requests made by this bench, by phase. */
+let workerRequests = 0;
+const call = async (
+  /** @type {string} */ method,
+  /** @type {string} */ url,
+  /** @type {unknown} */ body = undefined,
+) => {
+  workerRequests++;
+  return client.call(method, url, body);
+};
+/** @param {string} name */
+const claimName = (name) => encodeURIComponent(name);
+/** @type {import("./scale-model.mjs").Phase[]} */
+const phases = [];
+/** @type {Record<string, number>} */
+const workerRequestsByPhase = {};
+async function phase(/** @type {string} */ name, /** @type {() => Promise<void>} */ run) {
+  const startMs = Date.now();
+  const before = workerRequests;
+  await run();
+  phases.push({ name, startMs, endMs: Date.now() });
+  workerRequestsByPhase[name] = workerRequests - before;
+  console.error(`phase ${name}: ${((Date.now() - startMs) / 1000).toFixed(1)} s`);
+}
+
+/** @typedef {{ status: number, body: { claim: { fencingToken: string } } }} OpResult */
+
+/**
+ * Run `ops` through the batch route, 128 at a time, `parallel` batches at once.
+ * @returns {Promise<OpResult[]>}
+ */
+async function batches(/** @type {object[]} */ ops, parallel = 4) {
+  /** @type {object[][]} */
+  const chunks = [];
+  for (let i = 0; i < ops.length; i += BATCH) chunks.push(ops.slice(i, i + BATCH));
+  let next = 0;
+  /** @type {OpResult[][]} */
+  const results = [];
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < chunks.length) {
+        const i = next++;
+        const reply = await call("POST", `${base}/batch`, { ops: chunks[i] });
+        if (reply.status !== 200) throw new Error(`batch: ${reply.status} ${JSON.stringify(reply.body)}`);
+        results[i] = /** @type {{ results: OpResult[] }} */ (reply.body).results;
+      }
+    }),
+  );
+  return results.flat();
+}
+
+const pad = (/** @type {number} */ i) => String(i).padStart(7, "0");
+const steadyNames = Array.from({ length: claims }, (_, i) => `job-${pad(i)}`);
+/** @type {Map<string, string>} claim → token held by g1 */
+const tokens = new Map();
+/** @type {WebSocket[]} */
+const watchers = [];
+/** @type {Promise<unknown>[]} */
+const waiters = [];
+/** @type {{ url: string, leaseId: string }[]} */
+const holders = [];
+let renewals = 0;
+let keepalives = 0;
+/** @type {Record<string, number>} the most rows a listing page read, by query */
+const pageRows = {};
+
+await phase("listing", async () => {
+  const names = Array.from({ length: listingEntries }, (_, i) => `old-${pad(i)}`);
+  await batches(names.map((claim) => ({ op: "acquire", claim, generationId: "g0", ttlMs })));
+  await batches(names.map((claim) => ({ op: "release", claim, generationId: "g0", token: "1" })));
+});
+
+await phase("steady", async () => {
+  const acquired = await batches(steadyNames.map((claim) => ({ op: "acquire", claim, generationId: "g1", ttlMs })));
+  acquired.forEach((r, i) => tokens.set(/** @type {string} */ (steadyNames[i]), r.body.claim.fencingToken));
+  for (let s = 0; s < scopes; s++) {
+    const url = `${base}/volumes/vol-${s % 4}/stores/store-${s}`;
+    const lease = await call("POST", `${url}/leases`, { participantId: `holder-${s}`, ttlMs });
+    holders.push({ url, leaseId: /** @type {any} */ (lease.body).lease.leaseId });
+    // A waiter that queues for the whole phase, and a watcher.
+    waiters.push(
+      call("POST", `${url}/leases`, {
+        participantId: `waiter-${s}`,
+        ttlMs,
+        waitMs: (steadyS + 30) * 1000,
+        waiterId: `w-${s}-${crypto.randomUUID()}`,
+      }),
+    );
+    const ws = new WebSocket(`${url.replace("http", "ws")}/watch`, { headers: { authorization: "Bearer dev-token" } });
+    ws.on("message", () => undefined);
+    watchers.push(ws);
+  }
+  // Renew every claim at ttl/3 and keep every lease alive at ttl/3, spread evenly.
+  const periodMs = ttlMs / 3;
+  const endAt = Date.now() + steadyS * 1000;
+  const items = [
+    ...steadyNames.map((name) => async () => {
+      renewals++;
+      const r = await call("POST", `${base}/claims/${claimName(name)}/renew`, {
+        generationId: "g1",
+        token: tokens.get(name),
+        ttlMs,
+      });
+      if (r.status !== 200) throw new Error(`renew: ${r.status}`);
+    }),
+    ...holders.map((h) => async () => {
+      keepalives++;
+      const r = await call("POST", `${h.url}/leases/${h.leaseId}/keepalive`, { ttlMs });
+      if (r.status !== 200) throw new Error(`keepalive: ${r.status}`);
+    }),
+  ];
+  const gapMs = periodMs / items.length;
+  let i = 0;
+  /** @type {Promise<void>[]} */
+  const inFlight = [];
+  const started = Date.now();
+  while (Date.now() < endAt) {
+    const due = started + i * gapMs;
+    if (due > Date.now()) await sleep(Math.min(due - Date.now(), 50));
+    if (Date.now() >= due) {
+      inFlight.push(/** @type {() => Promise<void>} */ (items[i % items.length])());
+      i++;
+      if (inFlight.length > 256) await Promise.all(inFlight.splice(0));
+    }
+  }
+  await Promise.all(inFlight);
+});
+
+let handoffS = 0;
+await phase("handoff", async () => {
+  const started = Date.now();
+  const move = { fromGeneration: "g1", toGeneration: "g2" };
+  const prepared = await batches(
+    steadyNames.map((claim) => ({ op: "prepare", claim, ...move, token: tokens.get(claim), ttlMs })),
+  );
+  if (prepared.some((r) => r.status !== 200)) throw new Error("prepare failed");
+  const committed = await batches(
+    steadyNames.map((claim) => ({ op: "commit", claim, ...move, expectedToken: tokens.get(claim), ttlMs })),
+  );
+  if (committed.some((r) => r.status !== 200)) throw new Error("commit failed");
+  committed.forEach((r, i) => tokens.set(/** @type {string} */ (steadyNames[i]), r.body.claim.fencingToken));
+  handoffS = (Date.now() - started) / 1000;
+});
+
+// Release everything, end every lease and wait, close every watcher; wait until the listing caught up.
+await batches(steadyNames.map((claim) => ({ op: "release", claim, generationId: "g2", token: tokens.get(claim) })));
+for (const h of holders) await call("DELETE", `${h.url}/leases/${h.leaseId}`);
+for (const ws of watchers) ws.close(1000);
+await releaseGrantedWaiters();
+const caughtUpBy = Date.now() + 30_000;
+for (;;) {
+  const stats = /** @type {any} */ ((await call("GET", `${base}/stats`)).body);
+  if (stats.claimsByPhase.owned === 0 && stats.claimsByPhase.reserved === 0) break;
+  if (Date.now() > caughtUpBy) throw new Error(`the listing did not catch up: ${JSON.stringify(stats.claimsByPhase)}`);
+  await sleep(250);
+}
+// Listing pages, every list with and without each filter, after the namespace is large.
+for (const [list, query] of [
+  ["claims", ""],
+  ["claims", "phase=owned"],
+  ["claims", "owner=g2"],
+  ["claims", "phase=unowned&owner=g2"],
+  ["claims", "prefix=job-000"],
+  ["generations", ""],
+  ["generations", "state=active"],
+  ["scopes", ""],
+  ["scopes", "volumeId=vol-1"],
+]) {
+  await call("GET", `${base}/${list}?limit=100&${query}`);
+}
+await sleep(3_000); // the last alarms (deliveries' safety nets, shard forwards) run before idle starts
+
+await phase("idle", async () => {
+  await sleep(idleS * 1000);
+});
+
+/** Grants a waiter received when its holder left: end them too. */
+async function releaseGrantedWaiters() {
+  for (const reply of await Promise.all(waiters)) {
+    const lease = /** @type {{ body?: { lease?: { leaseId: string, participantId: string } } }} */ (reply).body?.lease;
+    if (lease === undefined) continue;
+    const holder = holders.find((h) => h.url.endsWith(`store-${lease.participantId.slice("waiter-".length)}`));
+    if (holder !== undefined) await call("DELETE", `${holder.url}/leases/${lease.leaseId}`);
+  }
+}
+
+const byPhase = countByPhase(lines, phases);
+const secondsOf = (/** @type {string} */ name) => {
+  const p = /** @type {import("./scale-model.mjs").Phase} */ (phases.find((x) => x.name === name));
+  return (p.endMs - p.startMs) / 1000;
+};
+for (const line of lines) {
+  if (line.op === "page") pageRows[line.obj] = Math.max(pageRows[line.obj] ?? 0, line.rowsRead);
+}
+const listingRowsReadPerPageMax = Math.max(0, ...Object.values(pageRows));
+/** @type {Record<string, ReturnType<typeof summarize>>} */
+const summaries = {};
+for (const p of phases) {
+  const s = summarize(/** @type {Map<string, any>} */ (byPhase.get(p.name)), secondsOf(p.name));
+  summaries[p.name] = s;
+  console.log(`\n## ${p.name} (${secondsOf(p.name).toFixed(1)} s, ${workerRequestsByPhase[p.name]} Worker requests)`);
+  console.log(
+    `busiest object: ${s.busiest.obj || "none"} (${s.busiest.kind || "-"}) ${s.busiest.reqPerS.toFixed(1)} req/s`,
+  );
+  console.log("| kind | objects | requests | alarms | rows read | rows written | deliveries | frames | busy s |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const [kind, k] of Object.entries(s.byKind)) {
+    console.log(
+      `| ${kind} | ${k.objects} | ${k.requests} | ${k.alarms} | ${k.rowsRead} | ${k.rowsWritten} | ${k.deliveries} | ${k.frames} | ${k.busyS.toFixed(1)} |`,
+    );
+  }
+}
+
+const steady = /** @type {ReturnType<typeof summarize>} */ (summaries["steady"]);
+const handoff = /** @type {ReturnType<typeof summarize>} */ (summaries["handoff"]);
+const idle = /** @type {ReturnType<typeof summarize>} */ (summaries["idle"]);
+const claimDeliveriesSteady = steady.byKind["claim"]?.deliveries ?? 0;
+const scopeDeliveriesSteady = steady.byKind["scope"]?.deliveries ?? 0;
+const idleAlarms = Object.values(idle.byKind).reduce((a, k) => a + k.alarms, 0);
+const idleRequests = Object.values(idle.byKind).reduce((a, k) => a + k.requests, 0);
+
+/** Project to `n` claims: ttl 15 s (renew every 5 s), hand-over of all claims in 60 s. */
+function project(/** @type {number} */ n, /** @type {number} */ shardsProjected) {
+  const renewPerSMeasured = renewals / secondsOf("steady");
+  const renewPerSProjected = n / 5;
+  const perClaimSteady = ttlMs / 3 / 5_000; // each claim renews this much more often
+  const common = { forwardWindowS: 0.5, shardsMeasured: shards, shardsProjected };
+  const steadyP = projectPhase(steady, {
+    ...common,
+    seconds: secondsOf("steady"),
+    opsPerS: renewPerSMeasured,
+    opsPerSProjected: renewPerSProjected,
+    perObjectFactor: perClaimSteady,
+  });
+  const handoffP = projectPhase(handoff, {
+    ...common,
+    seconds: secondsOf("handoff"),
+    opsPerS: claims / handoffS,
+    opsPerSProjected: n / 60,
+    // A claim sees its prepare and commit within the hand-over, wherever it takes 60 s or 2.
+    perObjectFactor: handoffS / 60,
+  });
+  const idleP = projectPhase(idle, {
+    ...common,
+    seconds: secondsOf("idle"),
+    opsPerS: 1,
+    opsPerSProjected: 1,
+    perObjectFactor: 1,
+  });
+  // Price the steady state: per renew, the Worker request, the claim's requests/rows/busy time (measured).
+  const c = steady.byKind["claim"];
+  const perRenew = (/** @type {number} */ x) => (renewals === 0 ? 0 : x / renewals);
+  const usdPerMonth = monthlyUsd({
+    workerRequests: renewPerSProjected,
+    objectRequests: renewPerSProjected * perRenew((c?.requests ?? 0) + (c?.alarms ?? 0)),
+    busyObjectS: renewPerSProjected * perRenew(c?.busyS ?? 0),
+    rowsRead: renewPerSProjected * perRenew(c?.rowsRead ?? 0),
+    rowsWritten: renewPerSProjected * perRenew(c?.rowsWritten ?? 0),
+    storageGb: (n * 4096) / 1e9,
+  });
+  return {
+    shards: shardsProjected,
+    busiestReqPerS: {
+      steady: round(steadyP.busiestReqPerS),
+      handoff: round(handoffP.busiestReqPerS),
+      idle: round(idleP.busiestReqPerS),
+    },
+    busiestKind: { steady: steadyP.busiestKind, handoff: handoffP.busiestKind, idle: idleP.busiestKind },
+    usdPerMonth: Math.round(usdPerMonth),
+  };
+}
+const round = (/** @type {number} */ x) => Math.round(x * 10) / 10;
+const p100k = project(100_000, 32);
+const p1m = project(1_000_000, 256);
+console.log(
+  "\n## projection (ttl 15 s, renew every 5 s, hand-over of all claims in 60 s; list prices: " +
+    JSON.stringify(PRICES) +
+    ")",
+);
+console.log(
+  `100,000 claims, ${p100k.shards} shards: busiest req/s ${JSON.stringify(p100k.busiestReqPerS)} (${JSON.stringify(p100k.busiestKind)}), ≈ $${p100k.usdPerMonth}/month`,
+);
+console.log(
+  `1,000,000 claims, ${p1m.shards} shards: busiest req/s ${JSON.stringify(p1m.busiestReqPerS)} (${JSON.stringify(p1m.busiestKind)}), ≈ $${p1m.usdPerMonth}/month`,
+);
+
+console.log(
+  JSON.stringify({
+    claims,
+    listingEntries,
+    busiestReqPerS: {
+      steady: round(steady.busiest.reqPerS),
+      handoff: round(handoff.busiest.reqPerS),
+      idle: round(idle.busiest.reqPerS),
+    },
+    handoffS: round(handoffS),
+    projected100k: { busiestReqPerS: p100k.busiestReqPerS, usdPerMonth: p100k.usdPerMonth },
+    projected1M: { busiestReqPerS: p1m.busiestReqPerS, usdPerMonth: p1m.usdPerMonth },
+    indexDeliveriesPerRenew: renewals === 0 ? 0 : claimDeliveriesSteady / renewals,
+    indexDeliveriesPerKeepalive: keepalives === 0 ? 0 : scopeDeliveriesSteady / keepalives,
+    idleAlarms,
+    idleRequests,
+    listingRowsReadPerPageMax,
+    listingLimit: 100,
+  }),
+);
+await client.close();
+await stopAllAndExit(0);
