@@ -14,8 +14,8 @@
  * delivered is given back.
  *
  * Guarantees:
- * - Every other request and every WebSocket upgrade passes through byte for byte (headers,
- *   status, body, frames) over kept-alive upstream connections, except a `.` or `..` path
+ * - Every other request and every WebSocket upgrade passes through as it came (end-to-end
+ *   headers, status, body, frames) over kept-alive upstream connections, except a `.` or `..` path
  *   segment, which workerd would resolve: the front marks it (dot-segments.ts) and the
  *   Worker refuses the path with `invalid_request`, CORS headers and all.
  * - A request body is read before anything goes upstream, at most 64 KiB + 1 bytes of it
@@ -32,7 +32,11 @@
  *   is retried — a failure on a new connection, or after the answer began, is final.
  * - An upstream failure the caller can still receive is answered `502` with the SPEC
  *   envelope (`internal`, the cause in the message) and logged on stderr; a failure after
- *   the caller went away is only the front tearing the request down, and is silent.
+ *   the caller went away is only the front tearing the request down, and is silent, and
+ *   one after the whole answer was relayed (workerd closing a connection whose body it
+ *   did not read) changes nothing.
+ * - No hop-by-hop header (`Connection`, the names it lists, `Keep-Alive`) is passed on
+ *   either way: a `Connection: close` from workerd does not close the caller's connection.
  *
  * Does not: authenticate, validate or decide anything (the Worker does, after the front),
  * withdraw a wait whose caller stays connected until `waitMs` passes, or make a request
