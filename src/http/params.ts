@@ -5,13 +5,18 @@
  * SPEC §2 name rules, is `invalid_request` naming the parameter, before any object is
  * addressed.
  */
-import { DOT_SEGMENT_MARK, nameProblem } from "../protocol/names.ts";
+import { nameProblem } from "../protocol/names.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 
+/** How much of a malformed segment the refusal quotes. */
+const QUOTED_SEGMENT_MAX = 64;
+
 /**
- * Reject paths that are not valid percent-encoded UTF-8 (Hono would keep them raw). A URL
- * without `%` has nothing to decode, so the common case parses nothing. The mark a local
- * front puts in place of a dot segment is one such path, refused as what it stands for.
+ * Reject paths that are not valid percent-encoded UTF-8 (Hono would keep them raw), quoting
+ * the first such segment. A URL without `%` has nothing to decode, so the common case parses
+ * nothing. (`npm start`'s front puts such a segment, `%FF.dot-segment`, in place of a `.` or
+ * `..` segment that workerd would otherwise resolve: this refusal is all the Worker does
+ * about it.)
  */
 export function checkPathEncoding(url: string): void {
   if (!url.includes("%")) return;
@@ -19,12 +24,10 @@ export function checkPathEncoding(url: string): void {
     try {
       decodeURIComponent(segment);
     } catch {
-      if (segment === DOT_SEGMENT_MARK) {
-        throw new ShiftlockError("invalid_request", "path has a '.' or '..' segment: no name can be '.' or '..'", {
-          field: "path",
-        });
-      }
-      throw new ShiftlockError("invalid_request", "path is not valid percent-encoded UTF-8", { field: "path" });
+      const quoted = segment.length > QUOTED_SEGMENT_MAX ? `${segment.slice(0, QUOTED_SEGMENT_MAX)}…` : segment;
+      throw new ShiftlockError("invalid_request", `path segment "${quoted}" is not valid percent-encoded UTF-8`, {
+        field: "path",
+      });
     }
   }
 }

@@ -11,21 +11,6 @@ import { z } from "zod";
 
 export const NAME_MAX_BYTES = 256;
 
-/**
- * What `npm start`'s front puts in place of a `.` or `..` path segment (in any
- * percent-encoding) before the URL reaches workerd, which would resolve it (SPEC §6: such a
- * path is never a success). It is not a dot segment, and it is not valid percent-encoded
- * UTF-8, so the Worker refuses the path with `invalid_request` and can say why.
- */
-export const DOT_SEGMENT_MARK = "%FF.dot-segment";
-
-const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
-
-/** True when a raw (still percent-encoded) path segment is `.` or `..` to a URL parser. */
-export function isDotSegment(rawSegment: string): boolean {
-  return DOT_SEGMENT.test(rawSegment);
-}
-
 const CONTROL = /\p{Cc}/u;
 const LONE_SURROGATE = /\p{Cs}/u;
 const encoder = new TextEncoder();

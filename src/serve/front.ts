@@ -14,13 +14,17 @@
  * delivered is given back.
  *
  * Guarantees:
- * - Every other request and every WebSocket upgrade passes through byte for byte (headers,
- *   status, body, frames) over kept-alive upstream connections, except a `.` or `..` path
- *   segment: workerd would resolve it (and could answer another route with a success, where
- *   SPEC §6 says never), so the front puts `DOT_SEGMENT_MARK` in its place and the Worker
- *   refuses the path with `invalid_request`, CORS headers and all. A request body whose
- *   declared length is within the body limit is read whole first (so it can be sent again,
- *   below); a longer or chunked one streams through (the Worker answers 413 past the limit).
+ * - Every other request and every WebSocket upgrade passes through as it came (end-to-end
+ *   headers, status, body, frames) over kept-alive upstream connections, except a `.` or `..` path
+ *   segment, which workerd would resolve: the front marks it (dot-segments.ts) and the
+ *   Worker refuses the path with `invalid_request`, CORS headers and all.
+ * - A request body is read before anything goes upstream, at most 64 KiB + 1 bytes of it
+ *   (request-body.ts): a body within that is sent whole (and can be sent again, below); a
+ *   longer one sends upstream only those bytes (its declared length then says so), which is
+ *   all the Worker reads of any body before it answers `413 payload_too_large`. The answer
+ *   is relayed as it is, and then the front reads and drops the rest of the caller's body,
+ *   up to 16 MiB of body in all, so the kept-alive connection serves the caller's next
+ *   request; a longer body has its connection closed there (after the answer).
  * - A kept-alive upstream connection that workerd closed as the front reused it (the race
  *   every keep-alive client has with an idle-closing server; a SIGSTOP/SIGCONT of the
  *   server widens it) does not reach the caller: a request whose *reused* connection was
@@ -28,7 +32,11 @@
  *   is retried — a failure on a new connection, or after the answer began, is final.
  * - An upstream failure the caller can still receive is answered `502` with the SPEC
  *   envelope (`internal`, the cause in the message) and logged on stderr; a failure after
- *   the caller went away is only the front tearing the request down, and is silent.
+ *   the caller went away is only the front tearing the request down, and is silent, and
+ *   one after the whole answer was relayed (workerd closing a connection whose body it
+ *   did not read) changes nothing.
+ * - No hop-by-hop header (`Connection`, the names it lists, `Keep-Alive`) is passed on
+ *   either way: a `Connection: close` from workerd does not close the caller's connection.
  *
  * Does not: authenticate, validate or decide anything (the Worker does, after the front),
  * withdraw a wait whose caller stays connected until `waitMs` passes, or make a request
@@ -40,10 +48,9 @@ import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerRespons
 import { Agent, createServer, request as upstreamRequest } from "node:http";
 import { connect } from "node:net";
 import type { AddressInfo, Socket } from "node:net";
-import { DOT_SEGMENT_MARK, isDotSegment } from "../protocol/names.ts";
+import { markDotSegments } from "./dot-segments.ts";
+import { dropRest, readHead, UPSTREAM_BODY_MAX_BYTES } from "./request-body.ts";
 
-/** Bodies the Worker accepts (SPEC §2); a larger body streams through as it is (413 upstream). */
-const BODY_LIMIT_BYTES = 64 * 1024;
 const LEASES_PATH = /^\/v1\/ns\/[^/?]+\/volumes\/[^?]*\/leases$/;
 
 export interface FrontOptions {
@@ -94,10 +101,16 @@ export async function startFront(options: FrontOptions): Promise<RunningFront> {
 type Target = { host: string; port: number };
 
 async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, agent: Agent): Promise<void> {
-  const headers: IncomingHttpHeaders = { ...req.headers };
+  const headers = endToEndHeaders(req.headers);
+  const { head, complete, read } = await readHead(req, UPSTREAM_BODY_MAX_BYTES);
+  let body = head;
   let waiterId: string | undefined;
-  let body = await replayableBody(req);
-  if (body !== undefined && req.method === "POST" && LEASES_PATH.test(req.url ?? "")) {
+  if (!complete) {
+    // Over the limit: upstream gets the head only (all the Worker would read), declared as
+    // what it is when the caller declared a length; the rest is dropped after the answer.
+    if (headers["content-length"] !== undefined) headers["content-length"] = String(head.length);
+    res.once("finish", () => dropRest(req, read));
+  } else if (req.method === "POST" && LEASES_PATH.test(req.url ?? "")) {
     const withWaiter = ensureWaiterId(body);
     if (withWaiter !== undefined) {
       ({ body, waiterId } = withWaiter);
@@ -119,21 +132,24 @@ async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, 
     });
     current = upstream;
     let answered = false;
+    let relayed = false;
     upstream.on("response", (upRes) => {
       answered = true;
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, upRes.rawHeaders);
+      upRes.once("end", () => (relayed = true));
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, endToEnd(upRes.rawHeaders));
       upRes.pipe(res);
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
-      if (callerGone) return;
-      if (!answered && !fresh && body !== undefined && upstream.reusedSocket && RESET_CODES.has(err.code ?? "")) {
+      // After the whole answer, a failure is only workerd closing a connection whose request
+      // body it did not read (an early answer): the answer stands.
+      if (callerGone || relayed) return;
+      if (!answered && !fresh && upstream.reusedSocket && RESET_CODES.has(err.code ?? "")) {
         send(true);
         return;
       }
       fail(req, res, err);
     });
-    if (body !== undefined) upstream.end(body);
-    else req.pipe(upstream);
+    upstream.end(body);
   };
   res.on("close", () => {
     if (res.writableFinished) return;
@@ -146,32 +162,35 @@ async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, 
 }
 
 /**
- * The request target with every `.` or `..` path segment (in any percent-encoding) replaced
- * by {@link DOT_SEGMENT_MARK}: workerd would resolve it and could answer another route with
- * a success, where SPEC §6 says such a path never succeeds; the Worker refuses the mark with
- * `invalid_request` (its CORS headers and envelope included). The query is left alone.
+ * The headers that describe one connection (RFC 9110 §7.6.1: `Connection`, the names it
+ * lists, `Keep-Alive`), which a proxy does not pass on: the caller's connection and the
+ * upstream one are kept alive or closed each on its own terms. A `Connection: close` from
+ * workerd (after a body it did not read) must not close the caller's connection.
  */
-export function markDotSegments(target: string): string {
-  const queryAt = target.indexOf("?");
-  const path = queryAt === -1 ? target : target.slice(0, queryAt);
-  const segments = path.split("/");
-  if (!segments.some(isDotSegment)) return target;
-  const marked = segments.map((segment) => (isDotSegment(segment) ? DOT_SEGMENT_MARK : segment)).join("/");
-  return queryAt === -1 ? marked : marked + target.slice(queryAt);
+function hopByHop(connection: string | undefined): Set<string> {
+  const names = new Set(["connection", "keep-alive"]);
+  for (const name of (connection ?? "").split(",")) if (name.trim() !== "") names.add(name.trim().toLowerCase());
+  return names;
+}
+
+/** `rawHeaders` (name, value, name, value, …) without the hop-by-hop ones. */
+function endToEnd(rawHeaders: string[]): string[] {
+  let connection: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]?.toLowerCase() === "connection") connection = rawHeaders[i + 1];
+  }
+  const drop = hopByHop(connection);
+  return rawHeaders.filter((_, i) => !drop.has((rawHeaders[i - (i % 2)] ?? "").toLowerCase()));
+}
+
+/** The caller's headers without the hop-by-hop ones (the agent sets its own). */
+function endToEndHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const drop = hopByHop(headers.connection);
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !drop.has(name)));
 }
 
 /** How a kept-alive connection closed by the other end shows when it is written to. */
 const RESET_CODES = new Set(["ECONNRESET", "EPIPE"]);
-
-/**
- * The whole body when it can be sent again: none at all, or a declared length within the
- * limit. Undefined: chunked or longer, to be streamed once.
- */
-async function replayableBody(req: IncomingMessage): Promise<Buffer | undefined> {
-  const declared = req.headers["content-length"];
-  if (declared === undefined) return req.headers["transfer-encoding"] === undefined ? Buffer.alloc(0) : undefined;
-  return Number(declared) <= BODY_LIMIT_BYTES ? readAll(req) : undefined;
-}
 
 /** The body with a `waiterId` for a waiting acquire, or undefined to pass it on untouched. */
 function ensureWaiterId(body: Buffer): { body: Buffer; waiterId: string } | undefined {
@@ -198,12 +217,6 @@ function withdraw(req: IncomingMessage, waiterId: string, target: Target, agent:
   const cancel = upstreamRequest({ ...target, agent, method: "DELETE", path, headers }, (res) => res.resume());
   cancel.on("error", () => undefined);
   cancel.end();
-}
-
-async function readAll(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks);
 }
 
 /** A WebSocket upgrade: the raw bytes both ways, the handshake included. */

@@ -7,12 +7,14 @@
  *
  * `--inspector-port` opens workerd's V8 inspector on 127.0.0.1:P (profiling, debugging:
  * bench/profile.mjs) and prints `inspector on http://127.0.0.1:P`; off by default.
- * Prints `shiftlock listening on <url>` once it serves. SIGINT and SIGTERM close the front
+ * Prints `shiftlock listening on <url>` once it serves, then the addresses of the API (with
+ * its dev token), the dashboard (`/ui`) and the API reference (`/docs`). SIGINT and SIGTERM
+ * close the front and workerd and exit 0; a second signal exits at once. Unknown options are
+ * errors (exit 2). `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index
+ * feeding: the bench's comparison, docs/listing.md); on by default, as deployed.
  * `--listing-shards N` sets `LISTING_SHARDS` (docs/listing.md); `--object-meter on` sets
  * `OBJECT_METER = "on"`: one JSON line per Durable Object call (the scale model's counts,
- * docs/scale.md). `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index feeding: the
- * bench's comparison, docs/listing.md); on by default, as deployed.
- * and workerd and exit 0; a second signal exits at once. Unknown options are errors (exit 2).
+ * docs/scale.md).
  */
 import { parseArgs } from "node:util";
 import { startLocalServer } from "./local-server.ts";
@@ -78,7 +80,15 @@ const server = await startLocalServer({
     ...(shards === undefined ? {} : { LISTING_SHARDS: shards }),
   },
 });
-process.stdout.write(`shiftlock listening on ${server.url} (state in ${values["persist-to"]})\n`);
+process.stdout.write(
+  [
+    `shiftlock listening on ${server.url} (state in ${values["persist-to"]})`,
+    `  API        ${server.url}  (Authorization: Bearer dev-token)`,
+    `  dashboard  ${server.url}/ui`,
+    `  API docs   ${server.url}/docs`,
+    "",
+  ].join("\n"),
+);
 if (server.inspectorUrl !== undefined) process.stdout.write(`inspector on ${server.inspectorUrl}\n`);
 
 let closing = false;

@@ -4,6 +4,7 @@
 import { request } from "node:http";
 import { expect, inject, it, vi } from "vitest";
 import WebSocket from "ws";
+import { DOT_SEGMENT_MARK } from "../../src/serve/dot-segments.ts";
 import { removeState, startServer } from "./server.ts";
 
 const auth = { Authorization: "Bearer dev-token", "Content-Type": "application/json" };
@@ -61,7 +62,9 @@ it("a '.' or '..' path segment is never a success (SPEC §6), though workerd alo
     raw.end();
   });
   expect(answer.status).toBe(400);
-  expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "invalid_request", field: "path" } });
+  expect(JSON.parse(answer.body)).toMatchObject({
+    error: { code: "invalid_request", field: "path", message: expect.stringContaining(DOT_SEGMENT_MARK) as string },
+  });
 });
 
 it("serves watch sockets without permessage-deflate, even to a client that offers it", async () => {

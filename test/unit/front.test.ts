@@ -1,12 +1,14 @@
 // The Node front of `npm start` (src/serve/front.ts) against a stand-in upstream: what the
 // caller receives when a kept-alive upstream connection is reset as the front reuses it (the
 // race behind the torture runs' bursts of 502 after a SIGSTOP/SIGCONT), when the upstream
-// really is unavailable, and what becomes of a dot segment workerd would resolve.
+// really is unavailable, what of an oversized body reaches the upstream, and what becomes of
+// a dot segment workerd would resolve.
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
-import { DOT_SEGMENT_MARK } from "../../src/protocol/names.ts";
-import { markDotSegments, startFront, type RunningFront } from "../../src/serve/front.ts";
+import { DOT_SEGMENT_MARK, markDotSegments } from "../../src/serve/dot-segments.ts";
+import { startFront, type RunningFront } from "../../src/serve/front.ts";
+import { converse } from "../e2e/raw-http.ts";
 
 /** What the stand-in upstream does with the n-th request it reads on one connection. */
 type Behaviour = (requestOnSocket: number) => "answer" | "reset";
@@ -106,7 +108,7 @@ it("answers 502 with the envelope, once, when a new connection is reset: no retr
   ]);
 });
 
-it("never sends a streamed (chunked) body twice", async () => {
+it("sends a chunked body again too, chunked as it came: it was read whole first", async () => {
   const url = await through((n) => (n === 1 ? "answer" : "reset"));
   expect((await post(url, "{}")).status).toBe(200);
   const chunked = new ReadableStream<Uint8Array>({
@@ -120,10 +122,79 @@ it("never sends a streamed (chunked) body twice", async () => {
     body: chunked,
     duplex: "half",
   } as RequestInit);
-  expect(res.status).toBe(502);
+  expect(res.status).toBe(200);
   expect(up!.seen.filter((s) => s.body === '{"streamed":true}')).toEqual([
     { body: '{"streamed":true}', answered: false },
+    { body: '{"streamed":true}', answered: true },
   ]);
+});
+
+/**
+ * A stand-in for workerd serving the Worker: a body declared over 64 KiB is refused on its
+ * length, unread; a chunked one once a byte too many arrived; then the connection is closed,
+ * as workerd closes one whose body it did not read. It records every body's framing and size.
+ */
+async function refusingUpstream(): Promise<{ server: Server; seen: string[] }> {
+  const seen: string[] = [];
+  const limit = 64 * 1024;
+  const server = createServer((req, res) => {
+    const refuse = (): void => {
+      res.writeHead(413, { "content-type": "application/json", connection: "close" });
+      res.end('{"error":{"code":"payload_too_large"}}', () => req.socket.destroy());
+    };
+    const declared = req.headers["content-length"];
+    if (declared !== undefined && Number(declared) > limit) {
+      seen.push(`declared ${declared}`);
+      refuse();
+      return;
+    }
+    let bytes = 0;
+    req.on("data", (chunk: Buffer) => (bytes += chunk.length));
+    req.on("end", () => {
+      seen.push(`${declared === undefined ? "chunked" : "declared"} ${bytes}`);
+      if (bytes > limit) refuse();
+      else res.end(`{"bytes":${bytes}}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, seen };
+}
+
+it("sends upstream at most 64 KiB + 1 bytes of a body, relays the early answer, and keeps the caller's connection", async () => {
+  const refusing = await refusingUpstream();
+  up = { server: refusing.server, seen: [] };
+  const { port } = refusing.server.address() as AddressInfo;
+  front = await startFront({ host: "127.0.0.1", port: 0, upstream: new URL(`http://127.0.0.1:${port}`) });
+  const body = (bytes: number) => Buffer.alloc(bytes, 0x20);
+  const path = "/v1/ns/a/claims/c/acquire";
+  for (const chunked of [false, true]) {
+    const talk = await converse(front.url, [
+      { method: "POST", path, body: body(10 * 1024 * 1024), chunked },
+      { method: "POST", path, body: body(65_536), chunked },
+    ]);
+    expect(talk.error).toBeUndefined();
+    expect(talk.answers.map((a) => [a.status, a.body])).toEqual([
+      [413, '{"error":{"code":"payload_too_large"}}'],
+      [200, '{"bytes":65536}'],
+    ]);
+  }
+  // A declared body reaches the upstream declared as the 65,537 bytes it gets.
+  expect(refusing.seen).toEqual(["declared 65537", "declared 65536", "chunked 65537", "chunked 65536"]);
+  expect(errors).toEqual([]);
+});
+
+it("closes the caller's connection once it read 16 MiB of a body, after the answer", async () => {
+  const refusing = await refusingUpstream();
+  up = { server: refusing.server, seen: [] };
+  const { port } = refusing.server.address() as AddressInfo;
+  front = await startFront({ host: "127.0.0.1", port: 0, upstream: new URL(`http://127.0.0.1:${port}`) });
+  const path = "/v1/ns/a/claims/c/acquire";
+  const talk = await converse(front.url, [
+    { method: "POST", path, body: Buffer.alloc(17 * 1024 * 1024, 0x20) },
+    { method: "POST", path, body: Buffer.from("{}") },
+  ]);
+  expect(talk.answers.map((a) => a.status)).toEqual([413]);
+  expect(refusing.seen).toEqual(["declared 65537"]);
 });
 
 it("puts the dot-segment mark in place of every '.' or '..' path segment, in any percent-encoding", () => {

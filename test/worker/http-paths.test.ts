@@ -3,7 +3,7 @@
 // /healthz needs no auth.
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { DOT_SEGMENT_MARK } from "../../src/protocol/names.ts";
+import { DOT_SEGMENT_MARK } from "../../src/serve/dot-segments.ts";
 
 // The first request loads the Worker module, which can take seconds on a busy machine.
 beforeAll(async () => {
@@ -31,9 +31,10 @@ describe("percent-encoding", () => {
     },
   );
 
-  it("refuses the local front's dot-segment mark as a dot segment, with CORS headers", async () => {
+  it("refuses the local front's dot-segment mark as any malformed segment, quoting it, with CORS headers", async () => {
     // `npm start`'s front puts DOT_SEGMENT_MARK where the caller sent `.` or `..` (which the
-    // runtime would resolve, reaching another route): the Worker must say what it was.
+    // runtime would resolve, reaching another route). The Worker knows nothing of the mark:
+    // it is not valid percent-encoding, and the refusal quotes it, which says what it was.
     for (const path of [
       `/v1/ns/paths/generations/${DOT_SEGMENT_MARK}`,
       `/v1/ns/paths/volumes/v/stores/s/keys/${DOT_SEGMENT_MARK}/capability`,
@@ -41,8 +42,12 @@ describe("percent-encoding", () => {
       const res = await get(path, { ...AUTH, Origin: "https://app.example" });
       expect(res.status, path).toBe(400);
       expect(res.headers.get("Access-Control-Allow-Origin")).toBe("https://app.example");
-      expect(await res.json()).toMatchObject({
-        error: { code: "invalid_request", field: "path", message: expect.stringMatching(/'\.' or '\.\.' segment/) },
+      expect(await res.json()).toEqual({
+        error: {
+          code: "invalid_request",
+          field: "path",
+          message: `path segment "${DOT_SEGMENT_MARK}" is not valid percent-encoded UTF-8`,
+        },
       });
     }
   });
