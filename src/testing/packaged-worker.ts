@@ -13,6 +13,7 @@
  * `npm run build:lib` (the sources have no `worker/` folder next to them).
  */
 import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** `worker.json`: what src/serve/package-worker.ts records next to the bundle. */
@@ -51,8 +52,11 @@ export interface ShiftlockWorkerOptions {
   name?: string;
 }
 
-/** Miniflare options of one worker (a structural subset of Miniflare's `WorkerOptions`). */
-export interface ShiftlockMiniflareWorker {
+/**
+ * Miniflare options of one worker (a structural subset of Miniflare's `WorkerOptions`; a
+ * type alias, not an interface, so it also fits option schemas typed as string-keyed records).
+ */
+export type ShiftlockMiniflareWorker = {
   name: string;
   modules: true;
   scriptPath: string;
@@ -61,15 +65,15 @@ export interface ShiftlockMiniflareWorker {
   compatibilityFlags: string[];
   bindings: Record<string, string>;
   durableObjects: Record<string, { className: string; useSQLite: boolean }>;
-}
+};
 
 /** Where the packaged bundle lives: `lib/worker/` next to this module's `lib/testing/`. */
-const WORKER_DIR = fileURLToPath(new URL("../worker/", import.meta.url));
+const WORKER_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "worker");
 
 /** Read `worker.json`, or say how to get it. */
 function readPackagedWorker(): PackagedWorker {
   try {
-    return JSON.parse(readFileSync(`${WORKER_DIR}worker.json`, "utf8")) as PackagedWorker;
+    return JSON.parse(readFileSync(join(WORKER_DIR, "worker.json"), "utf8")) as PackagedWorker;
   } catch (err) {
     throw new Error(
       `shiftlock/testing: no packaged Worker in ${WORKER_DIR} (a clone builds it with \`npm run build:lib\`)`,
@@ -96,7 +100,7 @@ export function shiftlockWorker(options: ShiftlockWorkerOptions = {}): Shiftlock
   return {
     name: options.name ?? worker.name,
     modules: true,
-    scriptPath: `${WORKER_DIR}index.js`,
+    scriptPath: join(WORKER_DIR, "index.js"),
     modulesRoot: WORKER_DIR,
     compatibilityDate: worker.compatibilityDate,
     compatibilityFlags: [...worker.compatibilityFlags],
