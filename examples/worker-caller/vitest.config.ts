@@ -17,4 +17,6 @@ export default defineConfig({
       },
     }),
   ],
+  // A test's first request starts both Workers in fresh isolates: seconds on a busy machine.
+  test: { testTimeout: 30_000 },
 });

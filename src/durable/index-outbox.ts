@@ -1,5 +1,5 @@
 /**
- * The outbox that feeds a namespace's listing index (SPEC §6 "Listing", docs/listing.md):
+ * The outbox that feeds a namespace's listing index (docs/protocol.md#listing, docs/listing.md):
  * shared by the claim, generation and scope objects.
  *
  * Guarantees:

@@ -26,7 +26,7 @@ import { decidePatch, decideRegister, generationDecisionToResponse } from "../co
 import type { GenerationDecision } from "../core/generation-machine.ts";
 import { GenerationStore } from "./store.ts";
 
-/** When the alarm checks that a generation's index entry left (SPEC §6: lag ≤ 2 s). */
+/** When the alarm checks that a generation's index entry left (docs/protocol.md#listing: lag ≤ 2 s). */
 export const DELIVERY_CHECK_MS = 1_000;
 
 export class GenerationObject extends ShiftlockObject {

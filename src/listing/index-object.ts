@@ -1,5 +1,5 @@
 /**
- * The namespace index (SPEC §6 "Listing"): one Durable Object per namespace, named
+ * The namespace index (docs/protocol.md#listing): one Durable Object per namespace, named
  * `objectName(ns, "index")`, holding a copy of every claim, generation and scope record the
  * namespace's objects delivered, and the namespace's counters (docs/listing.md).
  *

@@ -7,7 +7,7 @@
  *   statement (`INSERT … ON CONFLICT DO UPDATE … WHERE seq < excluded.seq`): deliveries that
  *   arrive late, twice or out of order never move an entry back.
  * - Pages are read in key order by SQLite's BINARY collation, i.e. by the bytes of the UTF-8
- *   form (SPEC §6), `limit + 1` rows at most, so a page costs what it shows.
+ *   form (docs/protocol.md#operating-at-scale), `limit + 1` rows at most, so a page costs what it shows.
  * - Counter buckets older than {@link COUNTER_RETENTION_MS} are deleted as new ones arrive.
  *
  * Does not: decide anything about the records it holds; they are copies.

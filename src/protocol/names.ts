@@ -3,7 +3,7 @@
  *
  * Guarantees: a valid name is 1–256 bytes of UTF-8 with no control characters (Unicode Cc,
  * which includes DEL), no lone surrogates (which have no UTF-8 form), and is not `.` or `..`
- * (SPEC §6: URL parsing resolves those as dot segments, even percent-encoded, so such a
+ * (docs/protocol.md#names-and-paths: URL parsing resolves those as dot segments, even percent-encoded, so such a
  * name could never be addressed). Validation is the same in the server, the client and the
  * in-memory backends, in bodies and in paths.
  */
@@ -13,7 +13,7 @@ export const NAME_MAX_BYTES = 256;
 
 /**
  * What `npm start`'s front puts in place of a `.` or `..` path segment (in any
- * percent-encoding) before the URL reaches workerd, which would resolve it (SPEC §6: such a
+ * percent-encoding) before the URL reaches workerd, which would resolve it (docs/protocol.md#operating-at-scale: such a
  * path is never a success). It is not a dot segment, and it is not valid percent-encoded
  * UTF-8, so the Worker refuses the path with `invalid_request` and can say why.
  */

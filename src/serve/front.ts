@@ -3,11 +3,11 @@
  * that handles what workerd cannot see locally — a client that went away, and a path's
  * dot segments before URL parsing resolves them.
  *
- * Why it exists: SPEC §4/§6 say a waiting coord caller whose connection closes leaves the
+ * Why it exists: docs/protocol.md#coord, #leaving-a-coord-wait say a waiting coord caller whose connection closes leaves the
  * queue. Served locally, workerd never tells the Worker that its client disconnected
  * (`Request.signal` does not fire, with or without Miniflare's entry worker; the experiment
  * is in docs/local-server.md). This front sees the socket close, and passes it on the way
- * SPEC §6 defines for every caller: a waiting `POST …/leases` always carries a `waiterId`
+ * docs/protocol.md#leaving-a-coord-wait defines for every caller: a waiting `POST …/leases` always carries a `waiterId`
  * (the front adds one when the caller did not), and when the caller's connection closes
  * before the answer, the front sends `DELETE …/leases/{waiterId}` with the caller's own
  * Authorization header — the wait is withdrawn, or a grant that could no longer be
@@ -17,7 +17,7 @@
  * - Every other request and every WebSocket upgrade passes through byte for byte (headers,
  *   status, body, frames) over kept-alive upstream connections, except a `.` or `..` path
  *   segment: workerd would resolve it (and could answer another route with a success, where
- *   SPEC §6 says never), so the front puts `DOT_SEGMENT_MARK` in its place and the Worker
+ *   docs/protocol.md#operating-at-scale says never), so the front puts `DOT_SEGMENT_MARK` in its place and the Worker
  *   refuses the path with `invalid_request`, CORS headers and all. A request body whose
  *   declared length is within the body limit is read whole first (so it can be sent again,
  *   below); a longer or chunked one streams through (the Worker answers 413 past the limit).
@@ -26,7 +26,7 @@
  *   server widens it) does not reach the caller: a request whose *reused* connection was
  *   reset before any byte of an answer is sent once more, on a new connection. Nothing else
  *   is retried — a failure on a new connection, or after the answer began, is final.
- * - An upstream failure the caller can still receive is answered `502` with the SPEC
+ * - An upstream failure the caller can still receive is answered `502` with the the protocol
  *   envelope (`internal`, the cause in the message) and logged on stderr; a failure after
  *   the caller went away is only the front tearing the request down, and is silent.
  *
@@ -42,7 +42,7 @@ import { connect } from "node:net";
 import type { AddressInfo, Socket } from "node:net";
 import { DOT_SEGMENT_MARK, isDotSegment } from "../protocol/names.ts";
 
-/** Bodies the Worker accepts (SPEC §2); a larger body streams through as it is (413 upstream). */
+/** Bodies the Worker accepts (docs/protocol.md#wire-conventions); a larger body streams through as it is (413 upstream). */
 const BODY_LIMIT_BYTES = 64 * 1024;
 const LEASES_PATH = /^\/v1\/ns\/[^/?]+\/volumes\/[^?]*\/leases$/;
 
@@ -148,7 +148,7 @@ async function proxy(req: IncomingMessage, res: ServerResponse, target: Target, 
 /**
  * The request target with every `.` or `..` path segment (in any percent-encoding) replaced
  * by {@link DOT_SEGMENT_MARK}: workerd would resolve it and could answer another route with
- * a success, where SPEC §6 says such a path never succeeds; the Worker refuses the mark with
+ * a success, where docs/protocol.md#operating-at-scale says such a path never succeeds; the Worker refuses the mark with
  * `invalid_request` (its CORS headers and envelope included). The query is left alone.
  */
 export function markDotSegments(target: string): string {
@@ -190,7 +190,7 @@ function ensureWaiterId(body: Buffer): { body: Buffer; waiterId: string } | unde
   return { body: Buffer.from(JSON.stringify({ ...request, waiterId })), waiterId };
 }
 
-/** `DELETE …/leases/{waiterId}` as the departed caller (SPEC §6); best effort. */
+/** `DELETE …/leases/{waiterId}` as the departed caller (docs/protocol.md#leaving-a-coord-wait); best effort. */
 function withdraw(req: IncomingMessage, waiterId: string, target: Target, agent: Agent): void {
   const headers: Record<string, string> = {};
   if (req.headers.authorization !== undefined) headers["authorization"] = req.headers.authorization;
