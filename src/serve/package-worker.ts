@@ -1,3 +1,6 @@
+/* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-argument --
+   wrangler's worker options reach workers-types the type-aware linter cannot resolve (tsc
+   resolves them), as in local-server.ts. Floating-promise rules still apply here. */
 /**
  * `npm run build:lib` (and so `npm pack`) step that puts the deployable Worker into the
  * package: `lib/worker/index.js` is exactly what `wrangler deploy --dry-run` bundles, and
@@ -31,7 +34,9 @@ for (const extra of ["index.js.map", "README.md"]) rmSync(join(outDir, extra), {
 
 const { name, workerOptions } = readWranglerConfig("wrangler.toml");
 const durableObjects: PackagedWorker["durableObjects"] = {};
-for (const [binding, target] of Object.entries(workerOptions.durableObjects ?? {})) {
+/** A binding's target as wrangler's reader gives it: a class name, or a class with options. */
+type DurableObjectTarget = string | { className: string; useSQLite?: boolean };
+for (const [binding, target] of Object.entries<DurableObjectTarget>(workerOptions.durableObjects ?? {})) {
   if (typeof target === "string") throw new Error(`durable object ${binding}: expected a class, not ${target}`);
   durableObjects[binding] = { className: target.className, useSQLite: target.useSQLite === true };
 }

@@ -11,6 +11,7 @@
  * Miniflare's entry; see docs/local-server.md for what the front adds).
  */
 import type { Readable } from "node:stream";
+import type * as MiniflareModule from "miniflare";
 import type { ShiftlockWorkerOptions } from "./packaged-worker.ts";
 import { shiftlockWorker } from "./packaged-worker.ts";
 
@@ -32,7 +33,7 @@ export interface RunningShiftlock extends AsyncDisposable {
   dispose(): Promise<void>;
 }
 
-async function importMiniflare(): Promise<typeof import("miniflare")> {
+async function importMiniflare(): Promise<typeof MiniflareModule> {
   try {
     return await import("miniflare");
   } catch (err) {

@@ -4,14 +4,6 @@
 import { exports } from "cloudflare:workers";
 import { expect, it } from "vitest";
 
-declare global {
-  namespace Cloudflare {
-    interface GlobalProps {
-      mainModule: typeof import("../src/index.ts");
-    }
-  }
-}
-
 it("takes, watches and releases a claim through the shiftlock binding", async () => {
   const claim = `job-${crypto.randomUUID()}`;
   for (const fencingToken of ["1", "2"]) {
