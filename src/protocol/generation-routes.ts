@@ -39,7 +39,7 @@ export const updateGeneration = defineRoute({
   tag: "generations",
   summary: "Move a generation to another state",
   description:
-    "Legal moves follow docs/protocol.md#claims; retired and failed are final. The same state only updates reason and time.",
+    "Legal moves follow docs/protocol.md#generations; retired and failed are final. The same state only updates reason and time.",
   method: "PATCH",
   path: "/v1/ns/{ns}/generations/{id}",
   role: "write",
