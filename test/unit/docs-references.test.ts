@@ -29,4 +29,23 @@ describe("references a user of the repository can follow", () => {
     );
     expect(offending, "cite a docs/protocol.md section (e.g. docs/protocol.md#claim-rules) instead").toEqual([]);
   });
+
+  it("every docs/protocol.md#section they cite is a heading of docs/protocol.md", () => {
+    // GitHub's anchors: the heading in lower case, punctuation dropped, spaces as dashes.
+    const anchors = new Set(
+      [...readFileSync("docs/protocol.md", "utf8").matchAll(/^#+ (.+)$/gm)].map((m) =>
+        m[1]!
+          .toLowerCase()
+          .replace(/[^a-z0-9 -]/g, "")
+          .replaceAll(" ", "-"),
+      ),
+    );
+    const cited = ROOTS.flatMap(files).flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/protocol\.md#([a-z0-9-]+)((?:, #[a-z0-9-]+)*)/g)].flatMap((m) =>
+        [m[1]!, ...[...m[2]!.matchAll(/#([a-z0-9-]+)/g)].map((n) => n[1]!)].map((anchor) => `${file}: #${anchor}`),
+      ),
+    );
+    expect(cited.length).toBeGreaterThan(0);
+    expect(cited.filter((c) => !anchors.has(c.slice(c.indexOf("#") + 1)))).toEqual([]);
+  });
 });
