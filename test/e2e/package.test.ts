@@ -14,7 +14,8 @@
 // Worker, calling it through a service binding. There `shiftlock/testing` (with the
 // repository's miniflare, vitest and vitest-pool-workers linked in as the user's own) starts
 // the packaged Worker for a Node program, and runs it as the auxiliary worker of the
-// example's own vitest-pool-workers tests (docs/testing.md).
+// example's own vitest-pool-workers tests (docs/testing.md); and README's TypeScript
+// examples for Node type-check there against the package and @types/ws.
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
@@ -280,10 +281,11 @@ describe("examples/worker-caller from the tarball", { timeout: 240_000 }, () => 
     delete pkg["devDependencies"];
     writeFileSync(join(caller, "package.json"), JSON.stringify(pkg, null, 2));
     await npmInstall(caller, [tarball]);
-    // The user's own test tools (shiftlock/testing's optional peer miniflare, vitest and the
-    // Workers pool): the repository's pinned copies, linked in rather than downloaded again.
-    mkdirSync(join(caller, "node_modules", "@cloudflare"), { recursive: true });
-    for (const name of ["miniflare", "vitest", "@cloudflare/vitest-pool-workers"]) {
+    // The user's own tools (shiftlock/testing's optional peer miniflare, vitest and the
+    // Workers pool, and the ws types README asks for): the repository's pinned copies,
+    // linked in rather than downloaded again.
+    for (const scope of ["@cloudflare", "@types"]) mkdirSync(join(caller, "node_modules", scope), { recursive: true });
+    for (const name of ["miniflare", "vitest", "@cloudflare/vitest-pool-workers", "@types/ws", "@types/node"]) {
       symlinkSync(join(REPO, "node_modules", name), join(caller, "node_modules", name), "dir");
     }
   }, 300_000);
@@ -341,6 +343,32 @@ describe("examples/worker-caller from the tarball", { timeout: 240_000 }, () => 
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ claim, fencingToken, events: ["acquired", "released"] });
     }
+  });
+
+  it("README's TypeScript examples for Node type-check against the package with @types/ws", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    // The Workers snippet reads `env` and a file of the example: the example itself is checked above.
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => !b.includes("env."));
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    blocks.forEach((block, i) => writeFileSync(join(caller, `readme-${i}.ts`), `${block}\nexport {};\n`));
+    const compilerOptions = {
+      target: "ES2022",
+      module: "preserve",
+      moduleResolution: "bundler",
+      lib: ["ES2023", "ESNext.Disposable", "DOM"],
+      types: ["ws"],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+    };
+    writeFileSync(join(caller, "tsconfig.readme.json"), JSON.stringify({ compilerOptions, include: ["readme-*.ts"] }));
+    const tsc = await run(
+      process.execPath,
+      [join(REPO, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.readme.json"],
+      caller,
+    );
+    expect(tsc.stdout + tsc.stderr).toBe("");
+    expect(tsc.code).toBe(0);
   });
 
   it("`shiftlock/testing` starts the packaged Worker for a Node program: acquire, watch, release", async () => {
