@@ -23,7 +23,7 @@ import http from "node:http";
 /**
  * The fields of an expected reply that the benchmark reads. The shape is trusted, not
  * validated, once {@link expectStatus} has checked the status: each caller reads only the
- * field its route returns (SPEC), and a wrong guess fails the measurement with a TypeError.
+ * field its route returns (docs/protocol.md), and a wrong guess fails the measurement with a TypeError.
  * @typedef {object} Body
  * @property {{ fencingToken: string, expiresAtMs: number }} claim claims routes
  * @property {{ leaseId: string, expiresAtMs: number }} lease coord lease grant

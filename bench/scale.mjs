@@ -166,12 +166,12 @@ await phase("steady", async () => {
         token: tokens.get(name),
         ttlMs,
       });
-      if (r.status !== 200) throw new Error(`renew: ${r.status}`);
+      if (r.status !== 200) throw new Error(`renew ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     }),
     ...holders.map((h) => async () => {
       keepalives++;
       const r = await call("POST", `${h.url}/leases/${h.leaseId}/keepalive`, { ttlMs });
-      if (r.status !== 200) throw new Error(`keepalive: ${r.status}`);
+      if (r.status !== 200) throw new Error(`keepalive: ${r.status} ${JSON.stringify(r.body)}`);
     }),
   ];
   const gapMs = periodMs / items.length;

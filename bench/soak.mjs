@@ -12,7 +12,7 @@
  * - 2 coord workers, each on its own object-store scope: try the lease → publish → release;
  * - 1 generations worker: register → standby → active → retired → GET;
  * - `--watchers` WebSockets opened before the traffic starts: half watch the 20 claims,
- *   half the 2 scopes. Every watcher acknowledges what it processed (SPEC §6: claims
+ *   half the 2 scopes. Every watcher acknowledges what it processed (docs/protocol.md#watch-flow-control: claims
  *   `{"type":"ack","version":"N"}`, coord `{"type":"ack","count":N}` with N the events since
  *   the last ack) every 256 events and at least once a second.
  *

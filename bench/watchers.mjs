@@ -4,10 +4,10 @@
  *
  * Guarantees: a watcher resolves `ready` on the server's opening message — `{"type":"ready"}`
  * for coord, the `{"type":"snapshot"}` for claims — by which time the subscriber is
- * registered (SPEC §3/§4 "Watch"); it stamps every message with `performance.now()` and
+ * registered (docs/protocol.md#claims, #coord-watch); it stamps every message with `performance.now()` and
  * `Date.now()` the moment it is parsed and hands events to one `onEvent` hook. Opening many
  * sockets is throttled so the handshakes do not starve the server. It acknowledges what it
- * processed every {@link ACK_EVERY} events as SPEC §6 says: coord watchers
+ * processed every {@link ACK_EVERY} events as docs/protocol.md#operating-at-scale says: coord watchers
  * `{"type":"ack","count":N}` with N the events since the last ack, claims watchers
  * `{"type":"ack","version":"V"}` with V the version of the last event; so long runs are not
  * closed with 4008 and acks do not add a message per event to the measured path.
@@ -80,7 +80,7 @@ export class Watcher {
     this.ready.catch(() => undefined);
   }
 
-  /** Acknowledge every event processed so far (SPEC §6), in this watch's form. */
+  /** Acknowledge every event processed so far (docs/protocol.md#operating-at-scale), in this watch's form. */
   ack() {
     if (this.unacked === 0 || this.ws.readyState !== WebSocket.OPEN) return;
     const ack =

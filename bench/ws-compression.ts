@@ -73,7 +73,7 @@ try {
     let events = 0;
     ws.on("message", () => {
       received++;
-      // Acknowledge as SPEC §6 asks, so no watcher is closed as lagging.
+      // Acknowledge as docs/protocol.md#listing asks, so no watcher is closed as lagging.
       if (++events % 200 === 0) ws.send(JSON.stringify({ type: "ack", count: 200 }));
     });
     sockets.push(ws);

@@ -3,7 +3,7 @@
  * starts; every claim is handed from A to B while work keeps flowing; a timeline proves
  * there was no overlap (every accepted write carries the newest token, stale writes are
  * rejected) and shows how long each claim had no writer. The handoff is one prepare request
- * and one commit request for all claims (batch, SPEC §6).
+ * and one commit request for all claims (batch, docs/protocol.md#batch).
  *
  * The last line of the output is one JSON object for scripts and tests:
  * `{"claims":N,"rttMs":…,"gapMs":…,"staleWritesRejected":…}` — `rttMs` is the median round

@@ -1,6 +1,6 @@
 /**
  * The claim's alarm: drives expiry at the deadline so watchers hear `expired` without
- * anyone touching the claim (SPEC §3 "Expiry").
+ * anyone touching the claim (docs/protocol.md#claim-rules).
  *
  * Guarantees:
  * - After every change an alarm is armed at or before {@link nextDeadlineMs} (1 ms after

@@ -1,5 +1,5 @@
 /**
- * One Durable Object per claim (SPEC §3): the single writer of that claim's record, fencing
+ * One Durable Object per claim (docs/protocol.md#claims): the single writer of that claim's record, fencing
  * token, history and operation records.
  *
  * Every mutation is the same five steps: load → decide (pure machine, `nowMs` from the

@@ -38,7 +38,7 @@ import type { WireResponse } from "../core/claim-response.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 
-/** Events kept for `afterVersion` replay (SPEC: at least the last 256). */
+/** Events kept for `afterVersion` replay (docs/protocol.md: at least the last 256). */
 export const EVENT_RETENTION = 256;
 
 /** The claim store's schema: ordered migrations, no tables until the first write. */
@@ -124,7 +124,7 @@ export class ClaimStore extends MigratedStore {
     }
   }
 
-  /** False until the schema exists: an object only ever read stays empty (SPEC: reading never creates). */
+  /** False until the schema exists: an object only ever read stays empty (docs/protocol.md: reading never creates). */
   private get ready(): boolean {
     return this.schema.ready;
   }

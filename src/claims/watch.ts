@@ -1,5 +1,5 @@
 /**
- * Claim watchers (SPEC §3 "Watch"): what a claim subscriber is sent and what its acks mean.
+ * Claim watchers (docs/protocol.md#claim-watch): what a claim subscriber is sent and what its acks mean.
  * The fan-out itself (sockets, attachment, ack window, 4008, pings) is durable/fan-out.ts.
  *
  * Guarantees:
@@ -7,7 +7,7 @@
  *   truncated snapshot when history no longer reaches it. Either way the socket is then at
  *   the claim's current version and is never sent an event at or below it again, so every
  *   event reaches it exactly once, in version order.
- * - Acks are `{"type":"ack","version":"N"}`: N is the last version processed (SPEC §6). The
+ * - Acks are `{"type":"ack","version":"N"}`: N is the last version processed (docs/protocol.md#watch-flow-control). The
  *   events still unacknowledged are those sent after N; an ack older than the retained
  *   history cannot be counted exactly and leaves the count as it was (never lower than true).
  *

@@ -1,7 +1,7 @@
 /**
  * How `shiftlock` prints: records as aligned `key: value` lines, or one JSON object per
  * line with `--json` (64-bit counters as decimal strings, as on the wire); errors as a
- * one-line explanation per SPEC code (or the error envelope with `--json`) on stderr.
+ * one-line explanation per protocol error code (or the error envelope with `--json`) on stderr.
  *
  * Guarantees: every failure ends with a non-zero exit status — 2 for a usage mistake,
  * 3 when the service could not be reached or failed (`internal`), 1 for every other

@@ -22,10 +22,10 @@ export { HttpTransport, isNetworkError } from "./transport/http-transport.ts";
 export type { FetchLike, HttpTransportOptions } from "./transport/http-transport.ts";
 export type { WatchConnectionOptions } from "./transport/websocket.ts";
 
-// The handoff runtime (SPEC §3 "Handoff").
+// The handoff runtime (docs/protocol.md#handoff).
 export * from "./handoff/index.ts";
 
-// Coord (SPEC §4): the seed's Coordinator over HTTP/WebSocket, in memory, and unsupported.
+// Coord (docs/protocol.md#coord): the Go interface's Coordinator over HTTP/WebSocket, in memory, and unsupported.
 export type {
   AcquireOptions,
   BackendKind,

@@ -1,5 +1,5 @@
 /**
- * Listing on the client side (SPEC §6): async iterators that follow cursors page by page,
+ * Listing on the client side (docs/protocol.md#listing): async iterators that follow cursors page by page,
  * and the in-memory backends' pages, rendered exactly as the index answers them.
  *
  * Guarantees:

@@ -1,5 +1,5 @@
 /**
- * One coord scope's Durable Object (SPEC §4): the write lease, its waiters, the durable
+ * One coord scope's Durable Object (docs/protocol.md#coord): the write lease, its waiters, the durable
  * generation/root/prefix, and the watchers.
  *
  * Guarantees:

@@ -1,5 +1,5 @@
 /**
- * Requests held open while they wait for a write lease (SPEC §4 "Waiting").
+ * Requests held open while they wait for a write lease (docs/protocol.md#coord).
  *
  * Guarantees:
  * - Each queued acquire has exactly one pending promise, keyed by its waiter id; it settles

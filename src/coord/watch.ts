@@ -1,5 +1,5 @@
 /**
- * Coord watchers (SPEC §4 "Watch"): what a scope subscriber is sent and what its acks mean.
+ * Coord watchers (docs/protocol.md#coord-watch): what a scope subscriber is sent and what its acks mean.
  * The fan-out itself (sockets, attachment, ack window, 4008, pings) is durable/fan-out.ts.
  *
  * Guarantees:
@@ -7,7 +7,7 @@
  *   generation than `afterGeneration`, or — when history does not reach back — one event
  *   `{…, replay: true}` with the current generation, root and last key prefix. Live events
  *   follow, unfiltered (wantLock/unlocked carry the current generation), each exactly once.
- * - Acks are `{"type":"ack","count":N}`: N events processed *since the last ack* (SPEC §6).
+ * - Acks are `{"type":"ack","count":N}`: N events processed *since the last ack* (docs/protocol.md#watch-flow-control).
  *   Each ack subtracts N from the socket's unacknowledged count, never below 0, so acks
  *   that overlap or overshoot can only shrink the window, never buy more than it holds.
  *

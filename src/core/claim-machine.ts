@@ -1,10 +1,10 @@
 /**
- * The claims state machine (SPEC §3): a pure function of (record, command, nowMs).
+ * The claims state machine (docs/protocol.md#claims): a pure function of (record, command, nowMs).
  *
  * Guarantees:
  * - No I/O and no clock: the same function decides in the Durable Object and in the
  *   client's in-memory backend, so both obey one rule set.
- * - Rules are checked in SPEC's order; expected refusals (held, stale token, …) are
+ * - Rules are checked in the protocol's order; expected refusals (held, stale token, …) are
  *   values, never throws.
  * - The fencing token changes only on acquire of an unowned claim and on commit, by +1,
  *   and never past {@link MAX_FENCING_TOKEN}. Every persisted change bumps `version` by 1
@@ -263,10 +263,10 @@ function acquire(
     if (claim.ownerGeneration !== command.generationId || command.allowEmptyOnly === true) {
       return fail(refuse("claim_held"));
     }
-    // Same owner: an extension that never shortens the lease (SPEC: reason `renewed`).
+    // Same owner: an extension that never shortens the lease (docs/protocol.md: reason `renewed`).
     const expiresAtMs = Math.max(claim.expiresAtMs, nowMs + command.ttlMs);
     // Nothing would change (same deadline, heartbeat and reason): not a persisted change, so
-    // no version bump (SPEC: version +1 on every persisted change).
+    // no version bump (docs/protocol.md: version +1 on every persisted change).
     if (expiresAtMs === claim.expiresAtMs && claim.reason === "renewed" && claim.lastHeartbeatMs === nowMs) {
       return done({ ok: true, claim });
     }

@@ -1,5 +1,5 @@
 /**
- * Operation-id replay for claim mutations (SPEC §3 "Operation ids").
+ * Operation-id replay for claim mutations (docs/protocol.md#operation-ids).
  *
  * Guarantees: a retry with the same id and the same request gets the first response again
  * (same status and body) with no side effect; the same id with a different route or body

@@ -2,7 +2,7 @@
  * The wire response of a claim command: what the Durable Object returns, what an
  * operation-id replay returns byte for byte, and what the in-memory backend decodes.
  *
- * Guarantees: success is 200 `{"claim": ClaimRecord}`; a refusal is the SPEC envelope with
+ * Guarantees: success is 200 `{"claim": ClaimRecord}`; a refusal is the error envelope with
  * the code's status, and `claim_held` carries the holder's record in `error.claim`.
  */
 import { claimRecordSchema, claimResponseSchema } from "../protocol/claims.ts";

@@ -1,5 +1,5 @@
 /**
- * The generation state machine (SPEC §3 "Generations"): the legal-transition table and the
+ * The generation state machine (docs/protocol.md#generations): the legal-transition table and the
  * register / patch decisions, as pure functions of (record, command, nowMs).
  *
  * Guarantees:
@@ -29,7 +29,7 @@ import { GENERATION_STATES } from "../protocol/generations.ts";
 export const REGISTERED_REASON = "registered";
 
 /**
- * SPEC §3: for each state, the states it may move to. A state missing from its own list
+ * docs/protocol.md#claims: for each state, the states it may move to. A state missing from its own list
  * is still allowed as a same-state patch (see {@link canTransition}).
  */
 export const LEGAL_TRANSITIONS: Readonly<Record<GenerationState, readonly GenerationState[]>> = {
@@ -58,7 +58,7 @@ export function isGenerationState(value: unknown): value is GenerationState {
   return typeof value === "string" && (GENERATION_STATES as readonly string[]).includes(value);
 }
 
-/** A refusal as data: a SPEC code, its message and the details rendered inside `error`. */
+/** A refusal as data: a protocol error code, its message and the details rendered inside `error`. */
 export interface GenerationRefusal {
   code: Extract<ErrorCode, "generation_exists" | "generation_not_found" | "invalid_state">;
   message: string;
@@ -172,8 +172,8 @@ export interface GenerationWireResponse {
 }
 
 /**
- * Render a decision for the wire: `{"generation": record}` with 200, or the SPEC envelope.
- * Registration answers 200 both on creation and on a repeat (SPEC names no 201 for it).
+ * Render a decision for the wire: `{"generation": record}` with 200, or the error envelope.
+ * Registration answers 200 both on creation and on a repeat (the protocol names no 201 for it).
  */
 export function generationDecisionToResponse(decision: GenerationDecision): GenerationWireResponse {
   if (decision.ok) return { status: 200, body: { generation: decision.record } };

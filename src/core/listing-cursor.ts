@@ -1,5 +1,5 @@
 /**
- * The opaque cursor of a listing page (SPEC §6), made and checked the same way by the index
+ * The opaque cursor of a listing page (docs/protocol.md#listing), made and checked the same way by the index
  * object and the in-memory backends.
  *
  * Guarantees:
@@ -85,7 +85,7 @@ export function decodeCursor(scope: CursorScope, cursor: string): string {
 
 const encoder = new TextEncoder();
 
-/** Compare two strings by the bytes of their UTF-8 form (SPEC §6 listing order). */
+/** Compare two strings by the bytes of their UTF-8 form (docs/protocol.md#listing order). */
 export function compareUtf8(a: string, b: string): number {
   const x = encoder.encode(a);
   const y = encoder.encode(b);

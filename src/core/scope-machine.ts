@@ -1,5 +1,5 @@
 /**
- * The coord scope state machine (SPEC §4): a pure function of (state, command, nowMs).
+ * The coord scope state machine (docs/protocol.md#coord): a pure function of (state, command, nowMs).
  *
  * API
  * ---
@@ -16,7 +16,7 @@
  *   and a `waiterId` naming the queue entry.
  * - `ScopeStep`: `next` (always the state to keep), `changed` (true when a durable field —
  *   epoch, generation, root, lastKeyPrefix, holder — changed and must be saved), `events` to
- *   publish after the save, `result` (a value; refusals carry a SPEC code), `granted` (queued
+ *   publish after the save, `result` (a value; refusals carry a protocol error code), `granted` (queued
  *   waiters that received the lease in this step: resolve their pending requests), `timedOut`
  *   (waiter ids whose `waitMs` passed: answer them `lease_held`) and `published` (the publish
  *   event, for the watch history).

@@ -1,10 +1,10 @@
 /**
- * The wire response of a coord command (SPEC §4 route table), as plain data the Durable
+ * The wire response of a coord command (route table of docs/protocol.md#coord), as plain data the Durable
  * Object returns over RPC and the in-memory coordinator can decode the same way.
  *
  * Guarantees: grants are 201 `{lease}`; keepalive 200 `{lease, wantLock}`; snapshot,
  * refresh and publish 200 with the snapshot; capability 200; release 204 with no body
- * whatever the lease's state; refusals are the SPEC envelope with the code's status.
+ * whatever the lease's state; refusals are the error envelope with the code's status.
  */
 import type { WireResponse } from "./claim-response.ts";
 import { acquireResponseSchema, capabilitySchema, keepaliveResponseSchema, snapshotSchema } from "../protocol/coord.ts";

@@ -1,6 +1,6 @@
 /**
  * Watch subscribers of one Durable Object over hibernatable WebSockets: the one fan-out,
- * ack window and lag rule of both watches (SPEC §3/§4 "Watch", §6 "Watch flow control").
+ * ack window and lag rule of both watches (docs/protocol.md#claims, #coord-watch, #watch-flow-control).
  *
  * Guarantees:
  * - A subscriber is accepted and sent its opening messages (snapshot or ready, then any
@@ -11,7 +11,7 @@
  *   streams whose events carry a unique increasing `seq`, the claim's version) the last one
  *   sent; an event at or below `lastSent` is never sent again.
  * - Lag: workerd gives server sockets no `bufferedAmount` or send-completion signal, so
- *   subscribers acknowledge what they processed (SPEC §6). A socket with
+ *   subscribers acknowledge what they processed (docs/protocol.md#watch-flow-control). A socket with
  *   {@link WATCH_MAX_UNACKED_EVENTS} unacknowledged events, or whose `send()` throws, is
  *   closed with {@link LAGGING_CLOSE_CODE} *instead of* being sent the event: it resumes from
  *   what it processed and nothing is skipped silently.

@@ -6,7 +6,7 @@
  * - Every `/v1` request is authenticated before any other check (an unauthenticated
  *   `DELETE` of a lease is 401, not 204); each route then authorizes its declared role for
  *   the path's namespace before validating anything (mount.ts).
- * - Every error, from any layer, leaves as the SPEC envelope with the status from
+ * - Every error, from any layer, leaves as the error envelope with the status from
  *   `ERROR_STATUS`, through the same `send` as every success; unknown routes are 404
  *   `not_found`; a 5xx is only ever a bug.
  * - A watch authenticated by the `shiftlock.bearer.<token>` subprotocol gets that
@@ -63,7 +63,7 @@ mount(app, openApi, () => ({ status: 200, body: openApiDocument() }));
 mountPages(app);
 
 // CORS outermost, so preflights skip authentication and every answer, errors included,
-// carries the headers (SPEC §6).
+// carries the headers (docs/protocol.md#operating-at-scale).
 app.use("/v1/*", cors);
 // Authentication first, for every /v1 path, known route or not.
 app.use("/v1/*", async (c, next) => {
@@ -73,7 +73,7 @@ app.use("/v1/*", async (c, next) => {
   if (grant === undefined) throw new ShiftlockError("unauthorized");
   c.set("grant", grant);
   await next();
-  // Browsers fail a handshake that does not echo one of their subprotocols (SPEC §2).
+  // Browsers fail a handshake that does not echo one of their subprotocols (docs/protocol.md#wire-conventions).
   const echoed = withEchoedSubprotocol(c.res, presented.subprotocol);
   if (echoed !== undefined) {
     c.res = undefined; // replace, not merge: Hono would rebuild the 101 without its socket

@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication and namespace/role authorization (SPEC §2 "Auth").
+ * Bearer-token authentication and namespace/role authorization (docs/protocol.md#authentication-and-roles).
  *
  * Guarantees:
  * - Runs before every other check on every `/v1` route, so an unauthenticated request

@@ -1,11 +1,11 @@
 /**
- * Claim routes (SPEC §3): the declared routes of protocol/claim-routes.ts mounted on the
+ * Claim routes (docs/protocol.md#claims): the declared routes of protocol/claim-routes.ts mounted on the
  * claim's Durable Object.
  *
  * Guarantees: inputs arrive validated and decoded (mount.ts), so handlers only address the
  * object named `objectName(ns, "claim", claim)` and forward over RPC; the object's answer
- * (`{"claim": …}` or the SPEC envelope) is sent as it is. The watch upgrade goes through
- * `stub.fetch`, as WebSockets must, without the caller's token. A batch (SPEC §6) runs its
+ * (`{"claim": …}` or the error envelope) is sent as it is. The watch upgrade goes through
+ * `stub.fetch`, as WebSockets must, without the caller's token. A batch (docs/protocol.md#batch) runs its
  * ops concurrently, each answered exactly as its single route would answer it.
  *
  * Does not: authenticate (app.ts) or decide anything (the object does).
@@ -73,7 +73,7 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
 }
 
 /**
- * One batch op (SPEC §6): validated exactly as its single route validates its path name and
+ * One batch op (docs/protocol.md#batch): validated exactly as its single route validates its path name and
  * body, then sent to its claim's object; the answer is what that route would have answered.
  * A failure of one op is that op's result, never the batch's.
  */

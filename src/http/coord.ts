@@ -1,5 +1,5 @@
 /**
- * Coord routes (SPEC §4): the declared routes of protocol/scope-routes.ts, for each of the
+ * Coord routes (docs/protocol.md#coord): the declared routes of protocol/scope-routes.ts, for each of the
  * three scope addresses, mounted on the scope's Durable Object.
  *
  * Each scope is its own Durable Object named `objectName(ns, "scope", volumeId,
@@ -86,7 +86,7 @@ function mountFamily(app: Hono<AppEnv>, routes: ScopeRoutes): void {
   });
   mount(app, routes.release, (c, { params }) => {
     const { scope, stub } = scopeOf(c, params);
-    // Release completes whatever happens to our caller (SPEC §4): keep it alive past a disconnect.
+    // Release completes whatever happens to our caller (docs/protocol.md#coord): keep it alive past a disconnect.
     const pending = stub.release(scope, params.leaseId);
     const settled: Promise<unknown> = pending;
     c.executionCtx.waitUntil(settled.then(noop, noop));

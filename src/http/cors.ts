@@ -1,5 +1,5 @@
 /**
- * CORS for browsers calling the API from another origin (SPEC §6 "Browsers").
+ * CORS for browsers calling the API from another origin (docs/protocol.md#browsers-and-cors).
  *
  * Guarantees:
  * - `CORS_ORIGINS` is a comma-separated list of origins, or `*`; unset or empty allows no

@@ -1,5 +1,5 @@
 /**
- * Generation routes (SPEC §3 "Generations"): the declared routes of
+ * Generation routes (docs/protocol.md#generations): the declared routes of
  * protocol/generation-routes.ts mounted on the generation's Durable Object.
  *
  * Guarantees: inputs arrive validated and decoded (mount.ts), so bad input creates no

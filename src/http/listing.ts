@@ -1,5 +1,5 @@
 /**
- * Listing and stats routes (SPEC §6 "Listing", docs/listing.md): the declared routes of
+ * Listing and stats routes (docs/protocol.md#listing, docs/listing.md): the declared routes of
  * protocol/listing-routes.ts answered from the namespace's index object.
  *
  * Guarantees: the cursor is checked here (core/listing-cursor.ts) before the index is

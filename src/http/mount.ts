@@ -5,7 +5,7 @@
  * Guarantees, for every mounted route, in this order:
  * 1. authorization against the route's declared role and the path's namespace (the
  *    authentication middleware in app.ts has already run for every `/v1` path);
- * 2. the path's percent-encoding and its names validated (SPEC §2 name rules; opaque ids
+ * 2. the path's percent-encoding and its names validated (docs/protocol.md#wire-conventions name rules; opaque ids
  *    such as `leaseId` pass as they are);
  * 3. the query string validated against the declared schema (each parameter once);
  * 4. a WebSocket route refuses a request without `Upgrade: websocket`;
@@ -100,7 +100,7 @@ function retryAfterSeconds(body: object | null): number {
 }
 
 /**
- * Render an answer: 204 without a body, JSON otherwise, `Retry-After` on every 429 (SPEC
+ * Render an answer: 204 without a body, JSON otherwise, `Retry-After` on every 429 (the protocol
  * §2). An upgrade `Response` passes through untouched.
  */
 export function send(c: AppContext, answer: WireResponse | Response): Response {

@@ -13,7 +13,7 @@
  * - The document is built once per isolate and is plain JSON.
  *
  * Does not: describe the 404 `not_found` of unknown routes per operation (it is in the
- * `Error` schema and the document's description), or claim more than SPEC guarantees.
+ * `Error` schema and the document's description), or claim more than the protocol guarantees.
  */
 import { z } from "zod";
 import { ERROR_STATUS } from "../protocol/errors.ts";
@@ -277,10 +277,10 @@ function buildDocument(): Json {
     servers: [{ url: "/" }],
     tags: [
       { name: "meta", description: "Health and this document" },
-      { name: "claims", description: "SPEC §3 claims" },
-      { name: "generations", description: "SPEC §3 generations" },
-      { name: "coord", description: "SPEC §4 write leases per scope" },
-      { name: "listing", description: "SPEC §6 listing from the namespace index, and stats" },
+      { name: "claims", description: "Claims, fencing tokens and transfers (docs/protocol.md#claims)" },
+      { name: "generations", description: "Deployment generations (docs/protocol.md#generations)" },
+      { name: "coord", description: "Write leases per scope (docs/protocol.md#coord)" },
+      { name: "listing", description: "Listing from the namespace index, and stats (docs/protocol.md#listing)" },
     ],
     security: [{ bearerAuth: [] }],
     paths,

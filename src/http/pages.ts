@@ -1,5 +1,5 @@
 /**
- * The pages the Worker serves itself (SPEC §6 "Pages"): `GET /docs`, the interactive API
+ * The pages the Worker serves itself (docs/protocol.md#pages): `GET /docs`, the interactive API
  * reference, and `GET /ui`, the live dashboard, each with its script and the stylesheet.
  * They need no token to load; every API call they make carries the token the user enters.
  *

@@ -2,7 +2,7 @@
  * Path parameters: names travel percent-encoded (a `/` inside a name is `%2F`).
  *
  * Guarantees: a path whose percent-encoding is malformed, or a name that breaks the
- * SPEC §2 name rules, is `invalid_request` naming the parameter, before any object is
+ * docs/protocol.md#wire-conventions name rules, is `invalid_request` naming the parameter, before any object is
  * addressed.
  */
 import { nameProblem } from "../protocol/names.ts";

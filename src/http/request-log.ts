@@ -6,7 +6,7 @@
  * Guarantees:
  * - Fields: `namespace`, `kind` (claim, generation, scope, index), `name` (the claim name,
  *   generation id, or `volumeId/objectStoreId/key` of a scope), `operation` (the route's
- *   operationId), `status`, `outcome` (`ok` or the SPEC error code), `token` (a claim's
+ *   operationId), `status`, `outcome` (`ok` or the protocol's error code), `token` (a claim's
  *   fencing token) or `epoch` (a lease's), `version` (a claim's record version) when the
  *   answer carries them, and `durationMs`.
  * - Never a secret: no bearer token, no Authorization header, no lease id (a lease id lets

@@ -5,13 +5,13 @@
  * - Asks for a namespace and a token (kept in `sessionStorage`: this tab only); `/ui?ns=NS#token=T`
  *   opens NS with T directly and removes the token from the address bar. Every call goes to
  *   this origin only, with that token (`Authorization` header; WebSockets use the
- *   `shiftlock.bearer.<token>` subprotocol, SPEC §2).
- * - Claims are listed a page at a time from the namespace index (SPEC §6 listing: `prefix`,
+ *   `shiftlock.bearer.<token>` subprotocol, docs/protocol.md#wire-conventions).
+ * - Claims are listed a page at a time from the namespace index (docs/protocol.md#listing: `prefix`,
  *   `phase`, `owner` filters, opaque cursors), so 10,000 claims cost one page of DOM.
  * - Every claim on screen is watched: its row changes when the claim's watch delivers an
  *   event (acquire, prepare, commit, abort, release, expiry), each event joins that claim's
  *   timeline, and a prepared transfer shows as "prepared → successor" until it commits or
- *   aborts. Events are acknowledged per SPEC §6; a closed watch resumes from the last version
+ *   aborts. Events are acknowledged per docs/protocol.md#watch-flow-control; a closed watch resumes from the last version
  *   it showed (`afterVersion`), so no event is skipped. No request is repeated on a timer: the
  *   only timer re-renders the expiry countdowns from `expiresAtMs`.
  * - Generations and scopes come from the index when the namespace opens and on "Refresh"

@@ -1,5 +1,5 @@
 /**
- * The claim routes of SPEC §3, declared once (see route.ts): the router, `/openapi.json` and
+ * The claim routes of docs/protocol.md#claims, declared once (see route.ts): the router, `/openapi.json` and
  * the client all derive from these.
  */
 import { z } from "zod";

@@ -1,12 +1,12 @@
 /**
- * Claims on the wire (SPEC §3): the record, the request bodies and the watch messages.
+ * Claims on the wire (docs/protocol.md#claims): the record, the request bodies and the watch messages.
  *
  * Guarantees: one zod schema per shape, used by the router to validate, by OpenAPI to
  * describe and by the client to encode requests and decode answers. Counters are codecs
  * (`bigint` in code, decimal strings on the wire), so `schema.decode(wire)` and
  * `schema.encode(value)` are the only conversions. Response and message schemas ignore
  * unknown fields (an older client keeps working against a newer server); request bodies
- * reject them (SPEC §2).
+ * reject them (docs/protocol.md#wire-conventions).
  */
 import { z } from "zod";
 import { counterSchema } from "./counter.ts";
@@ -83,7 +83,7 @@ export const renewBodySchema = z.strictObject({
 });
 export const prepareBodySchema = z.strictObject({
   fromGeneration: nameSchema,
-  // "" or a valid name: the machine answers SPEC's `invalid_request` for "" (and for = from)
+  // "" or a valid name: the machine answers the protocol's `invalid_request` for "" (and for = from)
   // after the ownership checks; anything else that is not a name is rejected up front.
   toGeneration: z.union([z.literal(""), nameSchema]),
   token: counterSchema,
@@ -142,7 +142,7 @@ export const claimWatchServerMessageSchema = z.discriminatedUnion("type", [
 ]);
 export type ClaimWatchMessage = z.output<typeof claimWatchServerMessageSchema>;
 
-/** Watch, client → server: a ping, or the version of the last event processed (SPEC §6). */
+/** Watch, client → server: a ping, or the version of the last event processed (docs/protocol.md#operating-at-scale). */
 export const claimWatchClientMessageSchema = z.discriminatedUnion("type", [
   pingMessageSchema,
   z.strictObject({ type: z.literal("ack"), version: counterSchema.describe("last event version processed") }),
@@ -150,10 +150,10 @@ export const claimWatchClientMessageSchema = z.discriminatedUnion("type", [
 
 export const claimWatchQuerySchema = z.strictObject({ afterVersion: counterSchema.optional() });
 
-/** Most ops one batch may carry (SPEC §6). */
+/** Most ops one batch may carry (docs/protocol.md#batch). */
 export const BATCH_MAX_OPS = 128;
 
-/** The single-route names a batch op may use (SPEC §6). */
+/** The single-route names a batch op may use (docs/protocol.md#batch). */
 export const BATCH_OPS = ["acquire", "renew", "release", "prepare", "commit", "abort"] as const;
 export type BatchOpName = (typeof BATCH_OPS)[number];
 

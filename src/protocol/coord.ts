@@ -1,5 +1,5 @@
 /**
- * Coord on the wire (SPEC §4): scopes, leases, snapshots, capability, publish bodies,
+ * Coord on the wire (docs/protocol.md#coord): scopes, leases, snapshots, capability, publish bodies,
  * events and watch messages.
  *
  * Guarantees: one zod schema per shape, used by the router to validate, by OpenAPI to
@@ -18,13 +18,13 @@ import { pingMessageSchema, pongMessageSchema } from "./watch.ts";
 /** The capability's `backend` for this service. */
 export const COORD_BACKEND = "durable-object";
 
-/** Default lease duration when `ttlMs` is omitted (SPEC §4): 15 s. */
+/** Default lease duration when `ttlMs` is omitted (docs/protocol.md#coord): 15 s. */
 export const DEFAULT_LEASE_TTL_MS = 15_000;
 
 /** Largest accepted root: 16 KiB of UTF-8 JSON text. */
 export const ROOT_MAX_BYTES = 16 * 1024;
 
-/** Publishes retained per scope for watch replay (SPEC asks for at least 256). */
+/** Publishes retained per scope for watch replay (the protocol asks for at least 256). */
 export const HISTORY_RETAINED = 256;
 
 /**
@@ -67,7 +67,7 @@ export const rootSchema = z.unknown().superRefine((value, ctx) => {
 
 /**
  * `POST {scope}/leases`. `waitMs` 0 or absent = try once. `waiterId` (optional, an
- * extension to SPEC §4) names this wait with a client-chosen unguessable id
+ * extension to docs/protocol.md#coord) names this wait with a client-chosen unguessable id
  * (`crypto.randomUUID()`): `DELETE {scope}/leases/{waiterId}` then cancels the wait, or gives
  * back the lease if it was granted while the caller was leaving. Clients should send it
  * whenever `waitMs > 0`, because not every proxy reports a client's disconnect to the server.
@@ -125,7 +125,7 @@ export const snapshotSchema = z.object({
 });
 export type CoordSnapshot = z.output<typeof snapshotSchema>;
 
-/** What the server can do for a scope (SPEC §4 capability). */
+/** What the server can do for a scope (docs/protocol.md#coord). */
 export const capabilitySchema = z.object({
   supported: z.boolean(),
   backend: z.string(),
@@ -174,7 +174,7 @@ export type EventWire = z.input<typeof eventMessageSchema>;
 export const readyMessageSchema = z.object({ type: z.literal("ready"), generation: counterSchema });
 
 /**
- * Watch, client → server (SPEC §6): `count` = event messages processed since the last ack.
+ * Watch, client → server (docs/protocol.md#watch-flow-control): `count` = event messages processed since the last ack.
  * Send one at least every few hundred events; `{"type":"ping"}` is answered `{"type":"pong"}`.
  */
 export const watchAckSchema = z.strictObject({ type: z.literal("ack"), count: z.number().int().min(0) });

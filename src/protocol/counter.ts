@@ -14,7 +14,7 @@ import { z } from "zod";
 /** 2^64 − 1: the largest value a counter can carry. */
 export const U64_LIMIT = (1n << 64n) - 1n;
 
-/** The last fencing token that may be issued (SPEC §3): 2^64 − 2. */
+/** The last fencing token that may be issued (docs/protocol.md#claims): 2^64 − 2. */
 export const MAX_FENCING_TOKEN = (1n << 64n) - 2n;
 
 const CANONICAL = /^(0|[1-9][0-9]*)$/;

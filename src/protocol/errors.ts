@@ -39,7 +39,7 @@ export const ERROR_STATUS = {
   overloaded: 503,
 } as const;
 
-/** A stable, machine-readable error code from SPEC §2. */
+/** A stable, machine-readable error code from docs/protocol.md#wire-conventions. */
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /** HTTP status for a code. */
@@ -104,7 +104,7 @@ export class ShiftlockError extends Error {
     this.details = details;
   }
 
-  /** The HTTP status SPEC assigns to this error's code. */
+  /** The HTTP status the protocol assigns to this error's code. */
   get status(): ErrorStatus {
     return ERROR_STATUS[this.code];
   }
@@ -127,7 +127,7 @@ export class ShiftlockError extends Error {
   }
 }
 
-/** Build the SPEC error envelope. */
+/** Build the error envelope. */
 export function errorEnvelope(code: ErrorCode, message?: string, details: ErrorDetails = {}): ErrorEnvelope {
   return { error: { ...details, code, message: message ?? DEFAULT_MESSAGES[code] } };
 }

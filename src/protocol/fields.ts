@@ -1,11 +1,11 @@
 /**
  * Field schemas shared by every resource: durations, epoch times, base64 and the strict
- * object helper (unknown fields are rejected, SPEC §2).
+ * object helper (unknown fields are rejected, docs/protocol.md#wire-conventions).
  */
 import { z } from "zod";
 import { hasLoneSurrogate } from "./names.ts";
 
-/** Lease durations: 100 ms … 24 h (SPEC §2). */
+/** Lease durations: 100 ms … 24 h (docs/protocol.md#wire-conventions). */
 export const TTL_MIN_MS = 100;
 export const TTL_MAX_MS = 24 * 60 * 60 * 1000;
 

@@ -1,5 +1,5 @@
 /**
- * The generation routes of SPEC §3 "Generations", declared once (see route.ts).
+ * The generation routes of docs/protocol.md#generations, declared once (see route.ts).
  */
 import { z } from "zod";
 import { generationResponseSchema, patchGenerationBodySchema, registerGenerationBodySchema } from "./generations.ts";
@@ -11,7 +11,7 @@ export const registerGeneration = defineRoute({
   summary: "Register a generation in state joining",
   description:
     "Idempotent: the same id, service and instanceId again answers 200 with the current record, unchanged. " +
-    "200 on creation too (SPEC names no 201 for this route).",
+    "200 on creation too (the protocol names no 201 for this route).",
   method: "POST",
   path: "/v1/ns/{ns}/generations",
   role: "write",
@@ -38,7 +38,8 @@ export const updateGeneration = defineRoute({
   operationId: "updateGeneration",
   tag: "generations",
   summary: "Move a generation to another state",
-  description: "Legal moves follow SPEC §3; retired and failed are final. The same state only updates reason and time.",
+  description:
+    "Legal moves follow docs/protocol.md#generations; retired and failed are final. The same state only updates reason and time.",
   method: "PATCH",
   path: "/v1/ns/{ns}/generations/{id}",
   role: "write",

@@ -1,5 +1,5 @@
 /**
- * Generations on the wire (SPEC §3 "Generations"): record, bodies and the state set.
+ * Generations on the wire (docs/protocol.md#generations): record, bodies and the state set.
  */
 import { z } from "zod";
 import { epochMsSchema, freeTextSchema } from "./fields.ts";

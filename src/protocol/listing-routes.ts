@@ -1,5 +1,5 @@
 /**
- * The listing and stats routes of SPEC §6 and docs/operations.md, declared once (see
+ * The listing and stats routes of docs/protocol.md#listing and docs/operations.md, declared once (see
  * route.ts): the router, `/openapi.json` and the client derive from these.
  */
 import { z } from "zod";

@@ -1,5 +1,5 @@
 /**
- * Listing and stats on the wire (SPEC §6 "Listing"): the query of each list, its page, the
+ * Listing and stats on the wire (docs/protocol.md#listing): the query of each list, its page, the
  * scope summary, the namespace stats, and what an object hands its namespace index.
  *
  * Guarantees:
@@ -19,9 +19,9 @@ import { epochMsSchema } from "./fields.ts";
 import { GENERATION_STATES, generationRecordSchema } from "./generations.ts";
 import { nameSchema } from "./names.ts";
 
-/** Largest page (SPEC §6). */
+/** Largest page (docs/protocol.md#operating-at-scale). */
 export const LIST_LIMIT_MAX = 500;
-/** Page size when `limit` is absent (SPEC §6). */
+/** Page size when `limit` is absent (docs/protocol.md#operating-at-scale). */
 export const LIST_LIMIT_DEFAULT = 100;
 /** Longest cursor accepted (ours are far shorter; anything longer is not ours). */
 export const CURSOR_MAX_LENGTH = 2048;

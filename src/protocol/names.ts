@@ -3,7 +3,7 @@
  *
  * Guarantees: a valid name is 1–256 bytes of UTF-8 with no control characters (Unicode Cc,
  * which includes DEL), no lone surrogates (which have no UTF-8 form), and is not `.` or `..`
- * (SPEC §6: URL parsing resolves those as dot segments, even percent-encoded, so such a
+ * (docs/protocol.md#names-and-paths: URL parsing resolves those as dot segments, even percent-encoded, so such a
  * name could never be addressed). Validation is the same in the server, the client and the
  * in-memory backends, in bodies and in paths.
  */

@@ -19,7 +19,7 @@ import { ERROR_STATUS } from "./errors.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
-/** Who may call a route: anyone, or a token with the `read` or `write` role (SPEC §2). */
+/** Who may call a route: anyone, or a token with the `read` or `write` role (docs/protocol.md#wire-conventions). */
 export type RouteRole = "none" | "read" | "write";
 
 /** The names of the `{param}`s of a path template, as a union of string literals. */
@@ -48,7 +48,7 @@ export interface RouteSpec {
   status: 200 | 201 | 204 | 101;
   /** Success body; absent for 204 and 101. */
   response?: z.ZodType;
-  /** The codes SPEC assigns to this route, beyond those common to every `/v1` route. */
+  /** The codes the protocol assigns to this route, beyond those common to every `/v1` route. */
   errors: readonly ErrorCode[];
   /** WebSocket routes: what the server sends and what the client may send. */
   websocket?: { server: z.ZodType; client: z.ZodType };

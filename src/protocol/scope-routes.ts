@@ -1,9 +1,9 @@
 /**
- * The coord routes of SPEC §4, declared once (see route.ts) for each of the three ways to
+ * The coord routes of docs/protocol.md#coord, declared once (see route.ts) for each of the three ways to
  * address a scope: object store, key of a volume, key of an object store.
  *
  * Guarantees: the eight operations are declared once and stamped onto each address, so the
- * three families cannot drift; keyed families list `unsupported` where SPEC says keyed
+ * three families cannot drift; keyed families list `unsupported` where the protocol says keyed
  * scopes lack the operation.
  */
 import { z } from "zod";
@@ -66,7 +66,7 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       tag: "coord",
       summary: "Acquire the write lease (try, or wait up to waitMs, first come first served)",
       description:
-        "A waiting acquire may carry a caller-chosen waiterId; DELETE …/leases/{waiterId} withdraws it (SPEC §6). " +
+        "A waiting acquire may carry a caller-chosen waiterId; DELETE …/leases/{waiterId} withdraws it (docs/protocol.md#leaving-a-coord-wait). " +
         "rate_limited: the scope's wait queue is full.",
       method: "POST",
       path: `${prefix}/leases`,

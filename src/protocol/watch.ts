@@ -14,7 +14,7 @@ export const WATCH_PING_TEXT = '{"type":"ping"}';
 /** The auto-response to {@link WATCH_PING_TEXT}. */
 export const WATCH_PONG_TEXT = '{"type":"pong"}';
 
-/** WebSocket close code for a subscriber that could not keep up (SPEC §3/§4). */
+/** WebSocket close code for a subscriber that could not keep up (docs/protocol.md#claims, #coord). */
 export const LAGGING_CLOSE_CODE = 4008;
 
 /** Events a subscriber may leave unacknowledged before it is closed with 4008. */

@@ -1,5 +1,5 @@
 /**
- * zod failures as SPEC's `invalid_request`, shared by the server's body validation and the
+ * zod failures as the protocol's `invalid_request`, shared by the server's body validation and the
  * client's in-memory backends so both name the same field for the same bad input.
  *
  * Guarantees: the error's `details.field` is the first unknown key, else the path of the

@@ -3,11 +3,11 @@
  * that handles what workerd cannot see locally — a client that went away, and a path's
  * dot segments before URL parsing resolves them.
  *
- * Why it exists: SPEC §4/§6 say a waiting coord caller whose connection closes leaves the
+ * Why it exists: a waiting coord caller whose connection closes leaves the
  * queue. Served locally, workerd never tells the Worker that its client disconnected
  * (`Request.signal` does not fire, with or without Miniflare's entry worker; the experiment
  * is in docs/local-server.md). This front sees the socket close, and passes it on the way
- * SPEC §6 defines for every caller: a waiting `POST …/leases` always carries a `waiterId`
+ * docs/protocol.md#leaving-a-coord-wait defines for every caller: a waiting `POST …/leases` always carries a `waiterId`
  * (the front adds one when the caller did not), and when the caller's connection closes
  * before the answer, the front sends `DELETE …/leases/{waiterId}` with the caller's own
  * Authorization header — the wait is withdrawn, or a grant that could no longer be
@@ -30,7 +30,7 @@
  *   server widens it) does not reach the caller: a request whose *reused* connection was
  *   reset before any byte of an answer is sent once more, on a new connection. Nothing else
  *   is retried — a failure on a new connection, or after the answer began, is final.
- * - An upstream failure the caller can still receive is answered `502` with the SPEC
+ * - An upstream failure the caller can still receive is answered `502` with the error
  *   envelope (`internal`, the cause in the message) and logged on stderr; a failure after
  *   the caller went away is only the front tearing the request down, and is silent, and
  *   one after the whole answer was relayed (workerd closing a connection whose body it
@@ -209,7 +209,7 @@ function ensureWaiterId(body: Buffer): { body: Buffer; waiterId: string } | unde
   return { body: Buffer.from(JSON.stringify({ ...request, waiterId })), waiterId };
 }
 
-/** `DELETE …/leases/{waiterId}` as the departed caller (SPEC §6); best effort. */
+/** `DELETE …/leases/{waiterId}` as the departed caller (docs/protocol.md#leaving-a-coord-wait); best effort. */
 function withdraw(req: IncomingMessage, waiterId: string, target: Target, agent: Agent): void {
   const headers: Record<string, string> = {};
   if (req.headers.authorization !== undefined) headers["authorization"] = req.headers.authorization;

@@ -15,7 +15,7 @@
  *   pending alarms survive a restart (overdue ones run after it).
  * - `AUTH_TOKENS` is the dev-only list ({@link DEV_AUTH_TOKENS}: `dev-token`, write, every
  *   namespace); a deployment never has it (wrangler.toml does not, see docs/auth.md).
- *   `CORS_ORIGINS` is `*`, so a page on any local origin can call it (SPEC §6).
+ *   `CORS_ORIGINS` is `*`, so a page on any local origin can call it (docs/protocol.md#browsers-and-cors).
  * - `close()` stops the front, then workerd; nothing keeps running.
  *
  * Does not: bundle the Worker (the caller passes `wrangler deploy --dry-run` output) or
@@ -27,7 +27,7 @@ import type { WorkerOptions } from "miniflare";
 import * as wrangler from "wrangler";
 import { startFront } from "./front.ts";
 
-/** The dev-only token list of `npm start` and `npm run dev` (SPEC §2: `dev-token`). */
+/** The dev-only token list of `npm start` and `npm run dev` (docs/protocol.md#wire-conventions: `dev-token`). */
 export const DEV_AUTH_TOKENS = JSON.stringify([{ token: "dev-token", role: "write", namespaces: "*" }]);
 
 export interface LocalServerOptions {

@@ -1,5 +1,5 @@
 /**
- * The claims contract, batch part (SPEC §6): `batch(ops)` gives one outcome per op, in
+ * The claims contract, batch part (docs/protocol.md#batch): `batch(ops)` gives one outcome per op, in
  * order, each exactly what the op's single call would have given — the record, or the
  * refusal as a value — shares operation ids with the single calls, and refuses a malformed
  * batch whole without changing anything.
@@ -57,7 +57,7 @@ function comparable(outcome: BatchOutcome): unknown {
 }
 
 export function runBatchChecks(withFixture: (body: FixtureTest) => () => Promise<void>): void {
-  describe("batch (SPEC §6)", () => {
+  describe("batch (docs/protocol.md#batch)", () => {
     it(
       "runs independent ops: one outcome per op, in order",
       withFixture(async ({ backend }, c) => {

@@ -1,5 +1,5 @@
 /**
- * Listing in the claims contract (SPEC §6): `listClaims` and `listGenerations` yield every
+ * Listing in the claims contract (docs/protocol.md#listing): `listClaims` and `listGenerations` yield every
  * record in UTF-8 byte order, following cursors across pages, with the same filters and the
  * same refusals on every backend. Over HTTP the index may lag by up to 2 s: `eventually`
  * polls for at most that long, which is the guarantee under test, not a stand-in for sync.
@@ -35,7 +35,7 @@ async function names(backend: ClaimsBackend, filter: Parameters<ClaimsBackend["l
 }
 
 export function runListingChecks(withFixture: (body: FixtureTest) => () => Promise<void>): void {
-  describe("listing (SPEC §6)", () => {
+  describe("listing (docs/protocol.md#listing)", () => {
     it(
       "listClaims follows cursors across pages, in UTF-8 byte order, with prefix, phase and owner filters",
       withFixture(async ({ backend }) => {

@@ -1,5 +1,5 @@
 /**
- * Claims contract, part 2: SPEC §3's rules one by one — operation ids, acquire/renew/
+ * Claims contract, part 2: the rules of docs/protocol.md#claim-rules one by one — operation ids, acquire/renew/
  * transfer/release edge cases, expiry, validation and generations.
  */
 import { describe, expect, it } from "vitest";

@@ -3,9 +3,9 @@
  * backend (unit project) and the HTTP client against the real server (e2e project).
  *
  * Ported from the shiftlock certification suite (reference §4.1) and contract suite
- * (§4.3/§4.4), with SPEC's stronger rules where they differ (tokens advance by exactly 1,
+ * (§4.3/§4.4), with the protocol's stronger rules where they differ (tokens advance by exactly 1,
  * losers get `claim_held`, abort leaves phase `owned`, a stale release changes nothing),
- * plus SPEC's operation-id replay, validation, batch and watch rules.
+ * plus the protocol's operation-id replay, validation, batch and watch rules.
  */
 import { describe, expect, it } from "vitest";
 import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";

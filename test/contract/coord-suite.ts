@@ -4,7 +4,7 @@
  * server (`server-coord.test.ts`, e2e project).
  *
  * Ports spacewave's eight conformance checks and `CheckDetectedLoss` (reference §4.2–4.3),
- * with SPEC's stronger rules where they differ (generation exactly +1 per publish, replay of
+ * with the protocol's stronger rules where they differ (generation exactly +1 per publish, replay of
  * every missed publish with its prefix, FIFO waiting, fencing epochs, publish CAS, keyed
  * snapshot/watch unsupported, scope-empty), plus the client's own promises (keepalive keeps
  * a lease, wantLock surfaced, aborting a wait leaves the queue).
@@ -211,7 +211,7 @@ export function runCoordConformance<F extends CoordFixture>(
       }
     });
 
-    it("listScopes yields every granted scope in UTF-8 byte order, following cursors (SPEC §6)", async () => {
+    it("listScopes yields every granted scope in UTF-8 byte order, following cursors (docs/protocol.md#operating-at-scale)", async () => {
       const f = await fixture();
       try {
         const volumeId = uid("volume-list");

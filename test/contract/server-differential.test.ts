@@ -1,4 +1,4 @@
-// Model-based differential fuzzing (issue 11 §1): random command sequences
+// Model-based differential fuzzing: random command sequences
 // (differential-commands.ts) — claim mutations and reads with reused operation ids, batches,
 // generation registration and state moves, coord lease tries, publishes with and without
 // `expectedGeneration`, refreshes, releases, snapshots — run on the in-memory backends and

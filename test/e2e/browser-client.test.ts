@@ -1,6 +1,6 @@
 // The client in a real browser (headless Chromium, test/e2e/browser.ts), bundled from the
 // sources for browsers (esbuild): from a page on another origin than the API it acquires a
-// claim over CORS (SPEC §6; `npm start` allows every origin), watches it over a WebSocket
+// claim over CORS (docs/protocol.md#browsers-and-cors; `npm start` allows every origin), watches it over a WebSocket
 // authenticated with the `shiftlock.bearer.<token>` subprotocol (all a browser can send),
 // releases it and sees the `released` event (test/e2e/browser-claim-roundtrip.ts). The same
 // round trip runs on the bundle built from the installed tarball in package.test.ts.

@@ -28,7 +28,7 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
   beforeAll(async () => {
     claims = new HttpClaimsBackend({ baseUrl: inject("serverUrl"), token: "dev-token", namespace });
     for (const claimName of names) await claims.acquireClaim({ claimName, generationId: "gen-a", ttlMs: TTL_MS });
-    // The index may lag the objects (SPEC §6: at most 2 s): wait until it lists them all.
+    // The index may lag the objects (docs/protocol.md#listing: at most 2 s): wait until it lists them all.
     for (;;) {
       const res = await fetch(`${inject("serverUrl")}/v1/ns/${namespace}/claims`, {
         headers: { authorization: "Bearer dev-token" },

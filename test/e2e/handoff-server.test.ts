@@ -1,6 +1,6 @@
 // The handoff runtime against the real Worker (`npm start`), over HTTP and WebSockets:
 // ownership, handoff commit with a successor adopting on the commit event, the handoff's
-// one prepare request and one commit request (batch, SPEC §6), abort with renewals
+// one prepare request and one commit request (batch, docs/protocol.md#batch), abort with renewals
 // resuming, a partial transfer rolled back, and loss on a stale token.
 import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";

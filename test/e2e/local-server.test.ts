@@ -9,7 +9,7 @@ import { removeState, startServer } from "./server.ts";
 
 const auth = { Authorization: "Bearer dev-token", "Content-Type": "application/json" };
 
-it("a waiting acquire whose caller disconnects leaves the queue (SPEC §4), with no waiterId sent", async () => {
+it("a waiting acquire whose caller disconnects leaves the queue (docs/protocol.md#coord), with no waiterId sent", async () => {
   const scope = `${inject("serverUrl")}/v1/ns/front-${crypto.randomUUID()}/volumes/v/stores/s`;
   const acquire = (body: object, signal?: AbortSignal): Promise<Response> =>
     fetch(`${scope}/leases`, {
@@ -39,7 +39,7 @@ it("a waiting acquire whose caller disconnects leaves the queue (SPEC §4), with
   expect(next.status).toBe(201);
 }, 30_000);
 
-it("a '.' or '..' path segment is never a success (SPEC §6), though workerd alone would resolve it", async () => {
+it("a '.' or '..' path segment is never a success (docs/protocol.md#names-and-paths), though workerd alone would resolve it", async () => {
   // `…/stores/s/keys/../capability` resolves to the store scope's capability route, a 200.
   // A raw path (as curl --path-as-is sends it): fetch() would resolve it before sending.
   const { hostname, port } = new URL(inject("serverUrl"));

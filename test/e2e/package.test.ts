@@ -11,8 +11,12 @@
 // - `npx shiftlock` runs the built CLI;
 // and examples/worker-caller, copied out and installed from the same tarball, is bundled by
 // `wrangler deploy --dry-run`, type-checked, and run in Miniflare next to the shiftlock
-// Worker, calling it through a service binding.
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// Worker, calling it through a service binding. There `shiftlock/testing` (with the
+// repository's miniflare, vitest and vitest-pool-workers linked in as the user's own) starts
+// the packaged Worker for a Node program, and runs it as the auxiliary worker of the
+// example's own vitest-pool-workers tests (docs/testing.md); and README's TypeScript
+// examples for Node type-check there against the package and @types/ws.
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";
@@ -54,6 +58,42 @@ await claims.close();
 console.log(JSON.stringify({ snapshot: snapshot.type, fencingToken: String(held.fencingToken), events }));
 `;
 
+const TESTING_PROGRAM = `
+import WebSocket from "ws";
+import { HttpClaimsBackend, ShiftlockError } from "shiftlock/client";
+import { startShiftlock } from "shiftlock/testing";
+
+/** Watch, acquire and release one claim; the events seen and the fencing token. */
+async function cycle(baseUrl, token) {
+  const claims = new HttpClaimsBackend({ baseUrl, token, namespace: "app-tests", WebSocket });
+  const watch = claims.watchClaim("leader");
+  const items = watch[Symbol.asyncIterator]();
+  const seen = [(await items.next()).value.type];
+  const held = await claims.acquireClaim({ claimName: "leader", generationId: "app", ttlMs: 30000 });
+  await claims.releaseClaim({ claimName: "leader", generationId: "app", token: held.fencingToken });
+  while (!seen.includes("released")) seen.push((await items.next()).value.reason);
+  watch.close();
+  await claims.close();
+  return { fencingToken: String(held.fencingToken), seen };
+}
+
+// Two servers at once: the local tokens by default, or exactly the ones given; each its own state.
+const [local, custom] = await Promise.all([
+  startShiftlock(),
+  startShiftlock({ authTokens: [{ token: "app-test-token", role: "write", namespaces: ["app-tests"] }] }),
+]);
+try {
+  const health = await (await local.fetch("/healthz")).json();
+  const first = await cycle(local.url, "dev-token");
+  const again = await cycle(local.url, "dev-token");
+  const refused = await cycle(custom.url, "dev-token").catch((err) => err instanceof ShiftlockError && err.code);
+  const fresh = await cycle(custom.url, "app-test-token");
+  console.log(JSON.stringify({ health, first, again, refused, fresh }));
+} finally {
+  await Promise.all([local.dispose(), custom.dispose()]);
+}
+`;
+
 const TS_PROGRAM = `
 import { GenerationSession, MemoryClaimsBackend, ShiftlockError, hasCode, type ClaimRecord } from "shiftlock/client";
 
@@ -92,7 +132,8 @@ beforeAll(async () => {
   work = tempDir("shiftlock-package-");
   tarball = await packRepository(work);
   consumer = emptyProject("shiftlock-consumer-");
-  await npmInstall(consumer, [tarball, "ws@8.23.0"]);
+  // `ws` unversioned, as a user types it: the package's caret range shares that one copy.
+  await npmInstall(consumer, [tarball, "ws"]);
 }, 300_000);
 
 afterAll(() => {
@@ -108,15 +149,19 @@ describe("the packed tarball", { timeout: 120_000 }, () => {
     expect(attw.code, attw.stdout + attw.stderr).toBe(0);
   });
 
-  it("holds the built client and CLI only: no sources, tests or server code", async () => {
+  it("holds the built client, CLI, testing entry and Worker bundle only: no sources or tests", async () => {
     const { stdout } = await runOk("tar", ["tzf", tarball], work);
     const files = stdout.trim().split("\n");
     expect(files).toContain("package/lib/client/index.js");
     expect(files).toContain("package/lib/client/index.d.ts");
     expect(files).toContain("package/lib/cli/main.js");
+    expect(files).toContain("package/lib/testing/index.js");
+    expect(files).toContain("package/lib/testing/index.d.ts");
     expect(files).toContain("package/bin/shiftlock.mjs");
+    const worker = files.filter((f) => f.startsWith("package/lib/worker/")).sort();
+    expect(worker).toEqual(["package/lib/worker/index.js", "package/lib/worker/worker.json"]);
     const outside = files.filter(
-      (f) => !/^package\/(lib\/(client|protocol|core|cli)\/|bin\/|package\.json$|README\.md$)/.test(f),
+      (f) => !/^package\/(lib\/(client|protocol|core|cli|testing|worker)\/|bin\/|package\.json$|README\.md$)/.test(f),
     );
     expect(outside).toEqual([]);
     expect(files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toEqual([]);
@@ -236,6 +281,13 @@ describe("examples/worker-caller from the tarball", { timeout: 240_000 }, () => 
     delete pkg["devDependencies"];
     writeFileSync(join(caller, "package.json"), JSON.stringify(pkg, null, 2));
     await npmInstall(caller, [tarball]);
+    // The user's own tools (shiftlock/testing's optional peer miniflare, vitest and the
+    // Workers pool, and the ws types README asks for): the repository's pinned copies,
+    // linked in rather than downloaded again.
+    for (const scope of ["@cloudflare", "@types"]) mkdirSync(join(caller, "node_modules", scope), { recursive: true });
+    for (const name of ["miniflare", "vitest", "@cloudflare/vitest-pool-workers", "@types/ws", "@types/node"]) {
+      symlinkSync(join(REPO, "node_modules", name), join(caller, "node_modules", name), "dir");
+    }
   }, 300_000);
 
   afterAll(async () => {
@@ -291,5 +343,51 @@ describe("examples/worker-caller from the tarball", { timeout: 240_000 }, () => 
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ claim, fencingToken, events: ["acquired", "released"] });
     }
+  });
+
+  it("README's TypeScript examples for Node type-check against the package with @types/ws", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    // The Workers snippet reads `env` and a file of the example: the example itself is checked above.
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => !b.includes("env."));
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    blocks.forEach((block, i) => writeFileSync(join(caller, `readme-${i}.ts`), `${block}\nexport {};\n`));
+    const compilerOptions = {
+      target: "ES2022",
+      module: "preserve",
+      moduleResolution: "bundler",
+      lib: ["ES2023", "ESNext.Disposable", "DOM"],
+      types: ["ws"],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+    };
+    writeFileSync(join(caller, "tsconfig.readme.json"), JSON.stringify({ compilerOptions, include: ["readme-*.ts"] }));
+    const tsc = await run(
+      process.execPath,
+      [join(REPO, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.readme.json"],
+      caller,
+    );
+    expect(tsc.stdout + tsc.stderr).toBe("");
+    expect(tsc.code).toBe(0);
+  });
+
+  it("`shiftlock/testing` starts the packaged Worker for a Node program: acquire, watch, release", async () => {
+    writeFileSync(join(caller, "testing-cycle.mjs"), TESTING_PROGRAM);
+    const ran = await runOk(process.execPath, ["testing-cycle.mjs"], caller);
+    const cycle = (fencingToken: string) => ({ fencingToken, seen: ["snapshot", "acquired", "released"] });
+    expect(JSON.parse(ran.stdout)).toEqual({
+      health: { ok: true },
+      first: cycle("1"),
+      again: cycle("2"),
+      refused: "unauthorized",
+      fresh: cycle("1"),
+    });
+  });
+
+  it("its vitest-pool-workers tests run shiftlock as an auxiliary worker behind the SHIFTLOCK binding", async () => {
+    const vitest = join(caller, "node_modules", "vitest", "vitest.mjs");
+    const ran = await run(process.execPath, [vitest, "run", "--reporter", "dot"], caller, cleanEnv({ CI: "true" }));
+    expect(ran.code, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.stdout).toMatch(/Tests\s+1 passed \(1\)/);
   });
 });

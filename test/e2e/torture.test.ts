@@ -1,5 +1,5 @@
 /**
- * The torture test, short (issue 11 §1): `npm run torture` for about 60 s against its own
+ * The torture test, short: `npm run torture` for about 60 s against its own
  * server (as `npm start` runs it), with at least three crashes. Seed 6's fault schedule at a
  * 3 s mean interval begins crash, crash, pause, crash (the seed fixes the schedule, not the
  * interleaving), so three crashes fall inside the minute even when a restart takes 20 s.

@@ -7,7 +7,7 @@
  * - Every connection, message and close is recorded (history.ts `watch` entries).
  * - A claim watcher resumes with `afterVersion` = the last version it received (a snapshot's
  *   or an event's); a scope watcher with `afterGeneration` = the last generation it received
- *   (`ready` or event). Both acknowledge every event (SPEC §6) and reconnect 100–300 ms after
+ *   (`ready` or event). Both acknowledge every event (docs/protocol.md#watch-flow-control) and reconnect 100–300 ms after
  *   any close (500–1,000 ms after a connection that got nothing), until stopped.
  * - So that resuming is exercised beyond the server's crashes and pauses, a watcher also
  *   closes its connection itself after {@link CLOSE_AFTER_MESSAGES} messages, and one

@@ -1,5 +1,5 @@
 // Token configuration, authentication, authorization and how a token is presented
-// (SPEC §2 "Auth"), independent of the router.
+// (docs/protocol.md#authentication-and-roles), independent of the router.
 import { describe, expect, it } from "vitest";
 import {
   authenticate,

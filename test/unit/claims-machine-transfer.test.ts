@@ -1,4 +1,4 @@
-// The claims state machine, rule by rule in SPEC §3's order with explicit times: the
+// The claims state machine, rule by rule in the order of docs/protocol.md#claim-rules with explicit times: the
 // two-phase transfer (prepare, commit, abort) and release.
 import { describe, it } from "vitest";
 import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
@@ -318,6 +318,6 @@ const cases: Case[] = [
   },
 ];
 
-describe("decideClaim: transfer and release (SPEC §3)", () => {
+describe("decideClaim: transfer and release (docs/protocol.md#claims)", () => {
   it.each(cases.map((c) => [c.rule, c] as const))("%s", (_rule, c) => checkCase(c));
 });

@@ -1,4 +1,4 @@
-// The claims state machine, rule by rule in SPEC §3's order with explicit times: expiry,
+// The claims state machine, rule by rule in the order of docs/protocol.md#claim-rules with explicit times: expiry,
 // acquire, renew and read. Transfers and release are in claims-machine-transfer.test.ts.
 import { describe, expect, it } from "vitest";
 import { decideClaim, nextDeadlineMs } from "../../src/core/claim-machine.ts";
@@ -270,7 +270,7 @@ const cases: Case[] = [
   },
 ];
 
-describe("decideClaim: expiry, acquire, renew, get (SPEC §3)", () => {
+describe("decideClaim: expiry, acquire, renew, get (docs/protocol.md#claims)", () => {
   it.each(cases.map((c) => [c.rule, c] as const))("%s", (_rule, c) => checkCase(c));
 
   it("claim_held carries the holder's record", () => {

@@ -73,7 +73,7 @@ describe("HttpClaimsBackend requests", () => {
     expect(call.body).toBe('{"generationId":"g1","token":"18446744073709551614","ttlMs":15000,"operationId":"op-1"}');
   });
 
-  it("routes every method to its SPEC path and leaves out absent optional fields", async () => {
+  it("routes every method to its the protocol path and leaves out absent optional fields", async () => {
     const generation = {
       id: "g",
       service: "s",

@@ -227,7 +227,7 @@ describe("HttpCoordinator.watch", () => {
   });
 });
 
-describe("HttpCoordinator.watch flow control and hints (SPEC §6)", () => {
+describe("HttpCoordinator.watch flow control and hints (docs/protocol.md#watch-flow-control)", () => {
   const acks = (socket: FakeSocket): unknown[] =>
     socket.sent.map((text) => JSON.parse(text) as { type: string }).filter((m) => m.type === "ack");
 
@@ -236,7 +236,7 @@ describe("HttpCoordinator.watch flow control and hints (SPEC §6)", () => {
     const pending = coord.watch(scope, 0n);
     const socket = await ready(sockets, 0);
     const it = (await pending)[Symbol.asyncIterator]();
-    // Play the server: it closes a socket owing 1,024 unacknowledged events (SPEC §6).
+    // Play the server: it closes a socket owing 1,024 unacknowledged events (docs/protocol.md#watch-flow-control).
     let sent = 0;
     let acked = 0;
     let worst = 0;

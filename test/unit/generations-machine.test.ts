@@ -1,4 +1,4 @@
-// The generation state machine: every (from, to) pair of SPEC §3's table, registration
+// The generation state machine: every (from, to) pair of the table of docs/protocol.md#generations, registration
 // idempotency, and the rules for reason and time.
 import { describe, expect, it } from "vitest";
 import {
@@ -13,8 +13,8 @@ import {
 import { GENERATION_STATES } from "../../src/protocol/generations.ts";
 import type { GenerationRecord, GenerationState } from "../../src/protocol/generations.ts";
 
-/** SPEC §3, written out independently of the implementation's table. */
-const SPEC_TABLE = `
+/** docs/protocol.md#claims, written out independently of the implementation's table. */
+const LEGAL_MOVES = `
 joining → standby | preparing | failed | retired
 standby → preparing | active | failed | retired
 preparing → standby | active | failed | retired
@@ -25,7 +25,7 @@ transferring → retired | active | failed | standby
 
 function specAllows(from: GenerationState, to: GenerationState): boolean {
   if (from === to) return true;
-  for (const line of SPEC_TABLE.trim().split("\n")) {
+  for (const line of LEGAL_MOVES.trim().split("\n")) {
     const [source, targets] = line.split(" → ");
     if (source === from) return (targets ?? "").split(" | ").includes(to);
   }
@@ -52,7 +52,7 @@ describe("transition table", () => {
     expect(pairs).toHaveLength(64);
   });
 
-  it.each(pairs)("%s → %s matches SPEC", (from, to) => {
+  it.each(pairs)("%s → %s matches the protocol", (from, to) => {
     const legal = specAllows(from, to);
     expect(canTransition(from, to)).toBe(legal);
     const decision = decidePatch(record(from), { state: to, reason: "why" }, 5_000);
@@ -160,7 +160,7 @@ describe("generationDecisionToResponse", () => {
     });
   });
 
-  it("renders refusals as the SPEC envelope with details inside error", () => {
+  it("renders refusals as the error envelope with details inside error", () => {
     const response = generationDecisionToResponse(decidePatch(record("retired"), { state: "active" }, 1));
     expect(response).toEqual({
       status: 409,

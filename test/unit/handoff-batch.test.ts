@@ -1,6 +1,6 @@
 // The handoff runtime over HttpClaimsBackend and a counting fake transport (memory-fetch.ts):
 // after the drain, every claim is prepared in ONE request and committed in ONE request
-// (SPEC §6), whatever the number of claims up to 128, chunks of ≤ 128 beyond; a rollback
+// (docs/protocol.md#operating-at-scale), whatever the number of claims up to 128, chunks of ≤ 128 beyond; a rollback
 // aborts in one request; refused ops and lost answers inside a batch are handled as the
 // single-op path handled them.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Operation ids and default generation ids of the handoff runtime are valid names (SPEC §2:
+// Operation ids and default generation ids of the handoff runtime are valid names (docs/protocol.md#wire-conventions:
 // 1–256 bytes of UTF-8) whatever the claim, generation, service and instance names are:
 // never cut inside a code point, never longer than 256 bytes, and the unique `:seq` suffix
 // always kept, so a retried step reuses its id and two steps never share one.

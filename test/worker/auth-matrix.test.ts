@@ -1,4 +1,4 @@
-// SPEC §2 "Auth" as a matrix generated from the route declarations (src/protocol/routes.ts):
+// docs/protocol.md#authentication-and-roles as a matrix generated from the route declarations (src/protocol/routes.ts):
 // every declared route × {no token, unknown token, read token, write token of another
 // namespace, write token} × {Authorization header; for watch routes also the
 // `shiftlock.bearer.<token>` WebSocket subprotocol}. Each request addresses a seeded world
@@ -27,7 +27,7 @@ interface Identity {
   name: string;
   /** The token presented, or null for none. */
   token: string | null;
-  /** What SPEC §2 answers for a route of each role: a denial, or "allowed". */
+  /** What docs/protocol.md#wire-conventions answers for a route of each role: a denial, or "allowed". */
   expect: (role: RouteSpec["role"]) => { status: 401 | 403; code: string } | "allowed";
 }
 

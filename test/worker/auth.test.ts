@@ -1,4 +1,4 @@
-// SPEC §2 "Auth" through the real router: authentication and authorization come before
+// docs/protocol.md#authentication-and-roles through the real router: authentication and authorization come before
 // every other check on every /v1 route, roles and namespaces are enforced, and browsers can
 // authenticate a WebSocket with the `shiftlock.bearer.<token>` subprotocol.
 import { exports } from "cloudflare:workers";

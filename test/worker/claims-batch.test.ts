@@ -1,4 +1,4 @@
-// POST /v1/ns/{ns}/batch (SPEC §6): each op answers exactly what its single route would,
+// POST /v1/ns/{ns}/batch (docs/protocol.md#batch): each op answers exactly what its single route would,
 // ops are independent and share operation ids with the single routes, and only a malformed
 // batch, or auth, fails the whole request — changing nothing.
 import { afterEach, describe, expect, it } from "vitest";

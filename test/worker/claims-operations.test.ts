@@ -1,4 +1,4 @@
-// Operation ids (SPEC §3): a retry with the same id and request replays the first response
+// Operation ids (docs/protocol.md#claims): a retry with the same id and request replays the first response
 // (status and body) with no side effect and no event; a different request under the same id
 // is `operation_id_conflict`; only 2xx and 409 outcomes are remembered.
 import { runInDurableObject } from "cloudflare:test";

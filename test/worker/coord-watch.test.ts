@@ -162,7 +162,7 @@ describe("watch", () => {
       await stub.acquire(id, tryOnce); // each refused try is one wantLock event
       if (sent % 5 === 4) {
         while (acking.messages.length < sent + 2) await acking.next();
-        // SPEC §6: the count is the events processed since the last ack.
+        // docs/protocol.md#watch-flow-control: the count is the events processed since the last ack.
         acking.ws.send(JSON.stringify({ type: "ack", count: 5 }));
         // A ping the object (not the runtime) answers: its pong proves the ack was processed.
         acking.ws.send('{ "type": "ping" }');

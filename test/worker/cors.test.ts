@@ -1,4 +1,4 @@
-// CORS (SPEC §6 "Browsers"): preflights answered without a token, every /v1 answer (errors
+// CORS (docs/protocol.md#browsers-and-cors): preflights answered without a token, every /v1 answer (errors
 // included) marked for allowed origins only, retry-after exposed, credentials never allowed.
 // The worker pool is configured with CORS_ORIGINS = "https://app.example, https://ops.example".
 import { exports } from "cloudflare:workers";

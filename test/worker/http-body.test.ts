@@ -1,4 +1,4 @@
-// SPEC §2 request bodies through the real router: the 64 KiB limit at its exact boundary
+// docs/protocol.md#wire-conventions request bodies through the real router: the 64 KiB limit at its exact boundary
 // (declared and streamed), malformed JSON, byte order marks and non-JSON whitespace, unknown
 // fields and wrong types as 400 naming the field, and Content-Type not consulted.
 // Generation registration is the vehicle: its validation is the shared one.

@@ -1,4 +1,4 @@
-// SPEC §2 names in paths and the error envelope: percent-encoding, control characters and
+// docs/protocol.md#wire-conventions names in paths and the error envelope: percent-encoding, control characters and
 // the 256-byte limit are 400 naming the parameter; unknown routes are the 404 envelope;
 // /healthz needs no auth.
 import { exports } from "cloudflare:workers";
@@ -109,7 +109,7 @@ describe("envelope and unauthenticated routes", () => {
       ["GET", "/v1/ns/paths/nope"],
       ["PUT", "/v1/ns/paths/generations/g"],
       ["DELETE", "/v1/ns/paths/generations/g"],
-      // GET /v1/ns/{ns}/generations is the listing route (SPEC §6); other methods are not routes.
+      // GET /v1/ns/{ns}/generations is the listing route (docs/protocol.md#listing); other methods are not routes.
       ["PUT", "/v1/ns/paths/generations"],
       ["DELETE", "/v1/ns/paths/claims"],
     ] as const) {

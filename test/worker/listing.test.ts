@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call -- JSON bodies under test are inspected loosely. */
-// Listing (SPEC §6): the namespace index fed by the objects' outboxes, pages in UTF-8 byte
+// Listing (docs/protocol.md#listing): the namespace index fed by the objects' outboxes, pages in UTF-8 byte
 // order with opaque cursors, filters, cursor tampering, auth, namespace isolation, stats.
 // The 10,000-claim test seeds the index object directly (creating 10,000 claim objects
 // through the router takes minutes on the shared test machine); every other test feeds the

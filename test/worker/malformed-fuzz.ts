@@ -1,13 +1,13 @@
-// Malformed-request fuzzing (issue 11 §2), generated from the route declarations: for each
+// Malformed-request fuzzing, generated from the route declarations: for each
 // declared /v1 route of a family (claims, generations, listing, and each of the three scope
 // families — one test file each, malformed-fuzz-*.test.ts, so the families run in parallel;
 // requests go straight to the Worker's handler, direct-fetch.ts says why), fast-check
 // draws requests with one part broken (malformed-requests.ts) and sends them through the
 // Worker with a write token, against a seeded world.
 //
-// Every malformed request answers a 4xx with the SPEC envelope `{error:{code,message}}`, a
+// Every malformed request answers a 4xx with the error envelope `{error:{code,message}}`, a
 // code the oracle allows for what was broken (`invalid_request`, `payload_too_large`, or
-// `not_found` for a path the runtime re-resolves) and the status SPEC's table gives that code,
+// `not_found` for a path the runtime re-resolves) and the status the error table gives that code,
 // and it changes nothing: every stored row and alarm of the objects the route addresses is the
 // same afterwards. A request that comes out well-formed (a random string that is a valid name,
 // say) must still never answer 5xx, only a status its declaration lists (a well-formed coord

@@ -1,5 +1,5 @@
 // Malformed requests generated from a route's declaration (src/protocol/route.ts), as
-// fast-check arbitraries, and the oracle that says what SPEC §2 answers each of them.
+// fast-check arbitraries, and the oracle that says what docs/protocol.md#wire-conventions answers each of them.
 //
 // A recipe breaks one part of an otherwise well-formed request: a body field (wrong type,
 // NaN, huge or negative numbers, deep nesting, lone surrogates, control characters, `.` and
@@ -11,7 +11,7 @@
 // exist comes from the declaration: its path parameters, its body schema's fields, its
 // query schema's keys. The content type is drawn too: the server does not consult it.
 //
-// The oracle decides from the SPEC rules alone (body ≤ 64 KiB of UTF-8 JSON, one leading
+// The oracle decides from the protocol's rules alone (body ≤ 64 KiB of UTF-8 JSON, one leading
 // BOM dropped by decoding, empty = `{}`, the declared zod schemas, the name rules, URL
 // dot-segment resolution) whether a request is malformed and which codes it may answer; a
 // recipe can come out well-formed (a random string that is a valid name), and the oracle
@@ -25,7 +25,7 @@ import { ROUTES } from "../../src/protocol/routes.ts";
 import type { World } from "./route-world.ts";
 import { bodySchema, worldBody, worldParams } from "./route-world.ts";
 
-/** The body limit of SPEC §2 (65,536 bytes accepted, one more refused). */
+/** The body limit of docs/protocol.md#wire-conventions (65,536 bytes accepted, one more refused). */
 const BODY_LIMIT = 65_536;
 
 export type Recipe =
@@ -314,7 +314,7 @@ function bodyBytes(recipe: Recipe, valid: string): Uint8Array | undefined {
 }
 
 /**
- * What the server must make of `bytes` as the body of `route` (SPEC §2): too large, not
+ * What the server must make of `bytes` as the body of `route` (docs/protocol.md#wire-conventions): too large, not
  * UTF-8, not JSON or refused by the declared schema are malformed; otherwise the decoded
  * value. A single leading BOM is dropped by UTF-8 decoding; a body of JSON whitespace only is `{}`.
  */
@@ -351,7 +351,7 @@ function routeOfPath(route: RouteSpec, path: string): RouteSpec | undefined {
 /** What the server must make of a path whose parameter `name` is the raw segment `raw`. */
 function judgeSegment(route: RouteSpec, path: string, raw: string): Expectation {
   // The runtime resolves dot segments (`.`, `..`, `%2e`) before the Worker sees the path.
-  // `…/stores/S/keys/..` resolves to another declared route (SPEC §6 says such a path is
+  // `…/stores/S/keys/..` resolves to another declared route (docs/protocol.md#operating-at-scale says such a path is
   // never a success; nothing can tell it from a request for that route, see docs/fuzzing.md).
   const resolved = new URL(`http://x${path}`).pathname;
   if (resolved !== path) {

@@ -79,7 +79,7 @@ describe("GET /openapi.json", () => {
     expect(extra).toEqual([]);
   });
 
-  it("has the SPEC paths", () => {
+  it("has the protocol's paths", () => {
     const scope = "/v1/ns/{ns}/volumes/{volumeId}/stores/{objectStoreId}";
     const expected: [string, string][] = [
       ["get", "/healthz"],

@@ -1,4 +1,4 @@
-// The pages the Worker serves itself (SPEC §6 "Pages"): they load without a token, come with
+// The pages the Worker serves itself (docs/protocol.md#pages): they load without a token, come with
 // a Content-Security-Policy that allows only same-origin code, and are not API routes.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";

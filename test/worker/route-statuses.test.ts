@@ -1,7 +1,7 @@
 // Every declared route, called through the Worker in several ways (a well-formed request
 // built from its own schemas, an empty body, malformed JSON, no token, a read token, a
 // foreign namespace), answers only statuses its declaration (and so /openapi.json) lists,
-// and every error body is the SPEC envelope with a code the declaration lists.
+// and every error body is the error envelope with a code the declaration lists.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ERROR_STATUS } from "../../src/protocol/errors.ts";

@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-unsafe-return -- watch messages are inspected loosely. */
-// Watch flow control at the objects (SPEC §6): claims watchers acknowledge the last version
+// Watch flow control at the objects (docs/protocol.md#watch-flow-control): claims watchers acknowledge the last version
 // processed, coord watchers the number of events processed since their last ack; one window
 // and one 4008 rule for both. Also: the objects' 101 never carries a subprotocol (the bearer
 // token stays in the router).

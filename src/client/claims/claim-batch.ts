@@ -1,5 +1,5 @@
 /**
- * The client's side of the batch route (SPEC §6), shared by both claims backends: checking
+ * The client's side of the batch route (docs/protocol.md#batch), shared by both claims backends: checking
  * and encoding a list of ops exactly as the batch route and each op's single route do, and
  * turning each op's answer into an outcome value.
  *

@@ -11,7 +11,7 @@
  *   is passed on (`truncated: true`): events were missed and the snapshot is the new
  *   baseline. A resumed snapshot that is neither truncated nor newer is not yielded again.
  * - Acknowledges with `{"type":"ack","version":"N"}`, N = the version of the last event the
- *   consumer took (SPEC §6).
+ *   consumer took (docs/protocol.md#operating-at-scale).
  *
  * Does not: decide when to reconnect or acknowledge (the watch socket does).
  */

@@ -1,17 +1,17 @@
 /**
- * `ClaimsBackend`: the seed's shiftlock `Backend` interface in TypeScript.
+ * `ClaimsBackend`: the Go interface's shiftlock `Backend` interface in TypeScript.
  *
  * Guarantees (every implementation: HTTP and in-memory):
  * - All ownership mutations are atomic: at most one generation holds a committed fencing
  *   token of a claim at a time; tokens are `bigint` and never decrease.
- * - Refusals reject with {@link ShiftlockError} carrying a SPEC code (`claim_held`,
+ * - Refusals reject with {@link ShiftlockError} carrying a protocol error code (`claim_held`,
  *   `stale_token`, …); the same code for the same situation in every implementation.
  * - Passing an `operationId` makes a mutation safe to retry: the retry returns the first
  *   result without side effects.
  * - `signal` cancels the wait for a response; it does not undo a mutation the server may
  *   already have applied (retry with the same `operationId` to find out).
  * - `batch(ops)` runs up to 128 mutations of distinct claims in one call
- *   (one request over HTTP, SPEC §6). Each op's outcome is a value — the record its single
+ *   (one request over HTTP, docs/protocol.md#operating-at-scale). Each op's outcome is a value — the record its single
  *   call would resolve with, or the error it would reject with — so one refused op never
  *   hides the others'. Only what fails every op rejects the call (a malformed batch:
  *   0 or more than 128 ops or a claim twice → `invalid_request`; auth; no answer at all).
@@ -102,7 +102,7 @@ export interface ReleaseRequest {
   operationId?: string;
 }
 
-/** The request each batch op name stands for (the keys are exactly SPEC §6's op names). */
+/** The request each batch op name stands for (the keys are exactly the op names of docs/protocol.md#batch). */
 interface BatchRequests extends Record<BatchOpName, object> {
   acquire: AcquireRequest;
   renew: RenewRequest;
@@ -169,7 +169,7 @@ export interface ClaimsBackend {
   getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord>;
   /**
    * Every claim of the namespace in UTF-8 byte order of its name, following cursors page by
-   * page (SPEC §6). Over HTTP the records come from the namespace index (up to 2 s behind).
+   * page (docs/protocol.md#listing). Over HTTP the records come from the namespace index (up to 2 s behind).
    */
   listClaims(filter?: ListClaimsFilter, opts?: PageOptions): AsyncIterable<ClaimRecord>;
   /** Every generation of the namespace, by id (see {@link ClaimsBackend.listClaims}). */

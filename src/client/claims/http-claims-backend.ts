@@ -1,12 +1,12 @@
 /**
- * `HttpClaimsBackend`: the {@link ClaimsBackend} over the shiftlock HTTP API (SPEC §3).
+ * `HttpClaimsBackend`: the {@link ClaimsBackend} over the shiftlock HTTP API (docs/protocol.md#claims).
  *
  * Guarantees:
  * - Every method is one call of the route the protocol declares (src/protocol/claim-routes.ts,
  *   generation-routes.ts): fencing tokens and versions are `bigint` in code and decimal
  *   strings on the wire; refusals reject with the server's {@link ShiftlockError} (same
  *   `code`); see `http-transport.ts` for network failures and cancellation.
- * - `batch(ops)` is one request to the batch route (SPEC §6): ops are checked and encoded
+ * - `batch(ops)` is one request to the batch route (docs/protocol.md#batch): ops are checked and encoded
  *   as their single routes would be (claim-batch.ts), an op refused locally is that op's
  *   outcome and is not sent, and each result is decoded with its op's own route.
  * - `watchClaim` is a resumable WebSocket watch (see `claim-watch.ts`).

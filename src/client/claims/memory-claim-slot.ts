@@ -20,7 +20,7 @@ import { claimResultToResponse, type WireResponse } from "../../core/claim-respo
 import type { ClaimWatchItem } from "./claims-backend.ts";
 import type { WatchQueue } from "../transport/watch-queue.ts";
 
-/** Events retained per claim for resuming watchers (SPEC: at least 256). */
+/** Events retained per claim for resuming watchers (docs/protocol.md: at least 256). */
 export const HISTORY_LIMIT = 256;
 
 export class MemoryClaimSlot {
@@ -35,7 +35,7 @@ export class MemoryClaimSlot {
 
   /**
    * Run one command. With an operation id, a known id replays (or conflicts) without
-   * touching the record; otherwise the response is remembered when SPEC says so.
+   * touching the record; otherwise the response is remembered when the protocol says so.
    */
   run(command: ClaimCommand, nowMs: number, op?: { id: string; fingerprint: string }): WireResponse {
     if (op !== undefined) {

@@ -190,7 +190,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   }
 
   /**
-   * The batch route's semantics (SPEC §6) in process: the batch is checked whole first,
+   * The batch route's semantics (docs/protocol.md#batch) in process: the batch is checked whole first,
    * then every op runs through the same path as its single call, in order; each op's
    * answer or local refusal is its outcome.
    */

@@ -1,5 +1,5 @@
 /**
- * `HttpCoordinator`: the seed's `Coordinator` over the shiftlock HTTP/WebSocket API (SPEC §4).
+ * `HttpCoordinator`: the Go interface's `Coordinator` over the shiftlock HTTP/WebSocket API (docs/protocol.md#coord).
  *
  * Guarantees:
  * - Each call is one call of the route the protocol declares for the scope's address

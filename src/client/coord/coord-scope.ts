@@ -3,7 +3,7 @@
  *
  * Guarantees: a scope is checked the same way by the HTTP and in-memory coordinators
  * before anything else happens: invalid names are `invalid_request` naming the field; a
- * scope with neither `objectStoreId` nor `key` is the seed's ErrScopeEmpty, reported as
+ * scope with neither `objectStoreId` nor `key` is the Go interface's ErrScopeEmpty, reported as
  * `invalid_request` with `details.reason === "scope_empty"` (test with {@link isScopeEmpty}).
  * A checked scope names its declared route family ({@link scopeRoutes}), whose paths the
  * transport fills with percent-encoded names, so `/` inside a name never changes the route.
@@ -17,10 +17,10 @@ import { SCOPE_ROUTE_FAMILIES, type ScopeRoutes } from "../../protocol/scope-rou
 import { encodeBody } from "../transport/route-codec.ts";
 import type { Scope } from "./coord-types.ts";
 
-/** The message text of the seed's ErrScopeEmpty. */
+/** The message text of the Go interface's ErrScopeEmpty. */
 export const SCOPE_EMPTY_MESSAGE = "coord: scope has no object store id and no key";
 
-/** True when `err` is the scope-empty error (the seed's ErrScopeEmpty). */
+/** True when `err` is the scope-empty error (the Go interface's ErrScopeEmpty). */
 export function isScopeEmpty(err: unknown): err is ShiftlockError {
   return err instanceof ShiftlockError && err.code === "invalid_request" && err.details["reason"] === "scope_empty";
 }
@@ -71,7 +71,7 @@ export function scopeParams(scope: CheckedScope): { volumeId: string; objectStor
   return { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: scope.key };
 }
 
-/** The seed's ErrUnsupported for an operation a keyed scope does not have. */
+/** The Go interface's ErrUnsupported for an operation a keyed scope does not have. */
 export function keyedUnsupported(operation: string): ShiftlockError {
   return new ShiftlockError("unsupported", `coord: unsupported: ${operation} on a keyed scope`);
 }

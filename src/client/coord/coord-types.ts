@@ -1,9 +1,9 @@
 /**
- * The coord client's public types: the spacewave `Coordinator` seed in TypeScript (SPEC §4, §5).
+ * The coord client's public types: the spacewave `Coordinator` interface (Go) in TypeScript (docs/protocol.md#coord, #the-typescript-client).
  *
  * Guarantees (every implementation: HTTP, in-memory, unsupported):
  * - Counters (`generation`, `epoch`) are `bigint`; times are epoch milliseconds.
- * - Failures reject with `ShiftlockError` carrying a SPEC code: `unsupported` (the seed's
+ * - Failures reject with `ShiftlockError` carrying a protocol error code: `unsupported` (the Go interface's
  *   ErrUnsupported), `lease_lost` (ErrLeaseReleased), `lease_held`, `stale_generation`, and
  *   `invalid_request` for a scope with neither store nor key (test with `isScopeEmpty`).
  * - A busy lease is a value (`acquired: false`), never an error, for `tryAcquireWriteLease`.
@@ -34,7 +34,7 @@ export type BackendKind = "durable-object" | "in-memory" | "unsupported" | (stri
 /** Why direct coordination is unavailable; `""` when it is available. */
 export type FallbackReason = "" | "unsupported" | "descriptor-invalid" | "descriptor-stale" | (string & {});
 
-/** What a scope supports (the seed's `Capability`). */
+/** What a scope supports (the Go interface's `Capability`). */
 export interface Capability {
   /** Direct coordination is available for this scope. */
   supported: boolean;
@@ -60,7 +60,7 @@ export interface Snapshot {
   root: unknown;
 }
 
-/** One watch event (the seed's `Event`). Flags tell the kind; several may be set. */
+/** One watch event (the Go interface's `Event`). Flags tell the kind; several may be set. */
 export interface CoordEvent {
   /** Participant that caused the event; `""` on replays. */
   processId: string;
@@ -123,7 +123,7 @@ export interface PublishRequest {
   keyPrefixChanged?: Uint8Array | undefined;
 }
 
-/** A held write lease (the seed's `WriteLease`). Obtain it from a `Coordinator`. */
+/** A held write lease (the Go interface's `WriteLease`). Obtain it from a `Coordinator`. */
 export interface WriteLease extends AsyncDisposable {
   readonly scope: Readonly<Scope>;
   readonly leaseId: string;
@@ -157,7 +157,7 @@ export interface CoordWatch extends AsyncIterable<CoordEvent> {
   close(): void;
 }
 
-/** The seed's `Coordinator`. */
+/** The Go interface's `Coordinator`. */
 export interface Coordinator {
   capability(scope: Scope, opts?: CallOptions): Promise<Capability>;
   /** Object-store scopes only (`unsupported` for keyed scopes). */
@@ -172,7 +172,7 @@ export interface Coordinator {
   waitAcquireWriteLease(scope: Scope, opts?: WaitAcquireOptions): Promise<WriteLease>;
   /**
    * Every scope of the namespace that was ever granted a lease, ordered by volume, store and
-   * key (UTF-8 bytes), following cursors (SPEC §6). Over HTTP from the namespace index (up to
+   * key (UTF-8 bytes), following cursors (docs/protocol.md#listing). Over HTTP from the namespace index (up to
    * 2 s behind); `wantLock` there is as of the scope's last durable change.
    */
   listScopes(filter?: { volumeId?: string | undefined }, opts?: PageOptions): AsyncIterable<ScopeSummary>;

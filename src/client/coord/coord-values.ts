@@ -1,5 +1,5 @@
 /**
- * The coord client's values ⇄ the protocol's: what the seed's types say differently from
+ * The coord client's values ⇄ the protocol's: what the Go interface's types say differently from
  * the wire schemas (after those schemas decoded the counters).
  *
  * Guarantees: an event's `rootChanged: null` becomes `undefined` ("no root in this event")

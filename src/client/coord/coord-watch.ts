@@ -17,7 +17,7 @@
  *   anything the new connection delivers): a holder should treat it as a possible waiter
  *   and a would-be writer as a possibly free lease — re-check, as for any hint.
  * - Acknowledges with `{"type":"ack","count":N}`, N = events processed since the last ack
- *   (SPEC §6).
+ *   (docs/protocol.md#operating-at-scale).
  *
  * Does not: say whether a hint was real (events are hints; the snapshot and the lease
  * calls are the truth), or decide when to reconnect or acknowledge (the socket does).

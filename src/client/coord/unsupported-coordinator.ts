@@ -1,10 +1,10 @@
 /**
  * `UnsupportedCoordinator`: the coordinator to hand out when a backend has no direct
- * coordination, so callers can ask `capability()` and fall back (SPEC §4).
+ * coordination, so callers can ask `capability()` and fall back (docs/protocol.md#coord).
  *
  * Guarantees: `capability()` reports `{supported: false, fallbackReason}` and echoes the
- * scope; every other method rejects with `ShiftlockError` code `unsupported` (the seed's
- * ErrUnsupported). An already-aborted signal is reported first, as in the seed.
+ * scope; every other method rejects with `ShiftlockError` code `unsupported` (the Go interface's
+ * ErrUnsupported). An already-aborted signal is reported first, as in the Go interface.
  *
  * Does not: validate the scope (there is nothing to coordinate).
  */
@@ -32,7 +32,7 @@ export interface UnsupportedCoordinatorOptions {
   reason?: FallbackReason | undefined;
 }
 
-/** The message text of the seed's ErrUnsupported. */
+/** The message text of the Go interface's ErrUnsupported. */
 export const UNSUPPORTED_MESSAGE = "coord: unsupported";
 
 export class UnsupportedCoordinator implements Coordinator {

@@ -1,6 +1,6 @@
 /**
  * One step of a handoff (prepare, commit or abort of every claim) as batch requests
- * (SPEC §6): every op of the step goes out at once, so a step costs one round trip
+ * (docs/protocol.md#operating-at-scale): every op of the step goes out at once, so a step costs one round trip
  * whatever the number of claims.
  *
  * Guarantees:

@@ -2,7 +2,7 @@
  * Configuration of a {@link GenerationSession}: defaults and validation at construction.
  *
  * Guarantees: a config that passes {@link resolveConfig} satisfies
- * `0 < renewIntervalMs < leaseTtlMs - safetyMarginMs` and `leaseTtlMs` within SPEC's
+ * `0 < renewIntervalMs < leaseTtlMs - safetyMarginMs` and `leaseTtlMs` within the protocol's
  * 100 ms … 24 h, so a session can always renew at least once before it would declare loss.
  * Invalid configs throw `invalid_request` naming the field (`details.field`).
  */

@@ -4,7 +4,7 @@
  * abort every claim.
  *
  * Guarantees:
- * - Each step over the claims is one batch request (SPEC §6, batch-steps.ts): after the
+ * - Each step over the claims is one batch request (docs/protocol.md#batch, batch-steps.ts): after the
  *   drain, every claim is prepared in one request, then committed in one request, and a
  *   rollback aborts them in one request — chunks of at most 128 claims, sent together, so
  *   a step costs one round trip whatever the number of claims. A refused op of a batch is

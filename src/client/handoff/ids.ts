@@ -2,7 +2,7 @@
  * Names the runtime makes up: operation ids (`<generation>:<op>:<claim>:<seq>`, as the Go
  * reference) and the default generation id (`<service>-<instanceId>-<nowMs>`).
  *
- * Guarantees: every result is a valid name (SPEC §2: at most 256 bytes of UTF-8, no cut
+ * Guarantees: every result is a valid name (docs/protocol.md#wire-conventions: at most 256 bytes of UTF-8, no cut
  * inside a code point). Made of valid names, it is returned unchanged when it fits. When it
  * does not, the readable head is cut at a code-point boundary and followed by `~` and a
  * 64-bit FNV-1a hash of the *whole* head, then the unique suffix, which is always kept

@@ -1,5 +1,5 @@
 /**
- * The handoff runtime (SPEC §3 "Handoff"): generation sessions, claim leases that renew
+ * The handoff runtime (docs/protocol.md#handoff): generation sessions, claim leases that renew
  * themselves and signal loss, drain groups, and two-phase handoff to a successor.
  * See docs/handoff.md.
  */

@@ -1,8 +1,8 @@
 /**
  * Retry and cancellation helpers shared by the runtime's claim calls.
  *
- * Guarantees: only *transient* failures are retried (no SPEC code: network errors, and
- * `internal` / `rate_limited`); a refusal with a SPEC code (`not_owner`, `stale_token`, …)
+ * Guarantees: only *transient* failures are retried (no protocol error code: network errors, and
+ * `internal` / `rate_limited`); a refusal with a protocol error code (`not_owner`, `stale_token`, …)
  * is an answer and is returned at once. Retries reuse the caller's operation id, so a
  * mutation whose response was lost is applied at most once.
  *

@@ -6,7 +6,7 @@
  *
  * Guarantees:
  * - Config is validated at construction (`invalid_request` naming the field).
- * - Every generation state change goes through SPEC's legal-transition table
+ * - Every generation state change goes through the protocol's legal-transition table
  *   (`src/core/generation-machine.ts`) before it is applied locally and sent to the server
  *   (PATCHes are sent in order; a refused PATCH is reported as an `error` event).
  * - No new claim is acquired while a handoff is in progress or after the session retired.

@@ -5,7 +5,7 @@
  * - `call(route, input)` is typed from the route's declaration: its path parameters, query,
  *   body and result are the schemas' own types, so a field added to a schema reaches every
  *   caller through the type checker. The URL is the route's path template filled with
- *   percent-encoded names (a `/` inside a name travels as `%2F`, SPEC §2) under this
+ *   percent-encoded names (a `/` inside a name travels as `%2F`, docs/protocol.md#wire-conventions) under this
  *   transport's namespace; query and body are encoded, and the answer decoded, by the
  *   route's schemas (see route-codec.ts, shared with the in-memory backends).
  * - Runs wherever `fetch` exists (Workers, Node ≥ 20, browsers); `fetch` is injectable, and

@@ -103,7 +103,7 @@ export function decodeAnswer<R extends RouteSpec>(route: R, answer: WireAnswer):
   return decoded.data as RouteResult<R>;
 }
 
-/** The error of a non-2xx answer, rebuilt from the SPEC envelope. */
+/** The error of a non-2xx answer, rebuilt from the error envelope. */
 export function errorFromAnswer(answer: WireAnswer): ShiftlockError {
   const error = ShiftlockError.fromEnvelope(answer.body, answer.status);
   if (error.code === "claim_held") {

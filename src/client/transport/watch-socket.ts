@@ -17,7 +17,7 @@
  *   permanent refusal (`unauthorized`, `forbidden`, `invalid_request`, `not_found`,
  *   `unsupported`) from a transient one: a permanent refusal ends the watch with it. With
  *   `initialAttempts`, a watch that never got established gives up after that many tries.
- * - Flow control (SPEC §6): the server counts the event messages it sent; every
+ * - Flow control (docs/protocol.md#watch-flow-control): the server counts the event messages it sent; every
  *   {@link ACK_EVERY} events *processed* on the current connection — taken by the consumer,
  *   or dropped by the adapter as already seen — are acknowledged with the adapter's ack
  *   message. So only a consumer that really stopped reading is closed with 4008, and after

@@ -6,7 +6,7 @@
  * opening a watch fails with `invalid_request` (`field: "WebSocket"`) before any network
  * use. The token travels as an `Authorization` header when the constructor can send
  * headers (an injected one, `ws`), else as the subprotocol `shiftlock.bearer.<token>`,
- * which is all a browser can send (SPEC §2); `webSocketAuth` overrides the choice.
+ * which is all a browser can send (docs/protocol.md#wire-conventions); `webSocketAuth` overrides the choice.
  *
  * Does not: read the socket (watch-socket.ts does).
  */

@@ -1,6 +1,6 @@
 /**
  * Checker: watches. Each connection of a watcher is judged from the resume point it sent
- * (`afterVersion` / `afterGeneration`, recorded on its `open` entry): SPEC §3/§4 promise
+ * (`afterVersion` / `afterGeneration`, recorded on its `open` entry): docs/protocol.md#claims, #coord promise
  * every change after that point exactly once, in order, or an explicit catch-up. A watcher
  * may resume from an earlier point than the last it received (the torture's watchers rewind
  * on purpose), so events it already had are legitimately sent again on that connection.
