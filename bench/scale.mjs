@@ -135,7 +135,7 @@ await phase("listing", async () => {
   await batches(names.map((claim) => ({ op: "release", claim, generationId: "g0", token: "1" })));
 });
 
-await phase("steady", async () => {
+await phase("setup", async () => {
   const acquired = await batches(steadyNames.map((claim) => ({ op: "acquire", claim, generationId: "g1", ttlMs })));
   acquired.forEach((r, i) => tokens.set(/** @type {string} */ (steadyNames[i]), r.body.claim.fencingToken));
   for (let s = 0; s < scopes; s++) {
@@ -155,6 +155,11 @@ await phase("steady", async () => {
     ws.on("message", () => undefined);
     watchers.push(ws);
   }
+});
+// Let the setup's deliveries and forwards settle, so steady counts renewals alone.
+await sleep(3_000);
+
+await phase("steady", async () => {
   // Renew every claim at ttl/3 and keep every lease alive at ttl/3, spread evenly.
   const periodMs = ttlMs / 3;
   const endAt = Date.now() + steadyS * 1000;

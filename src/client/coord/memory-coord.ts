@@ -203,6 +203,7 @@ export class MemoryCoordinator implements Coordinator {
             ...state.scope,
             generation: formatCounter(state.generation),
             held: state.holder !== null,
+            holder: state.holder?.participantId ?? "",
             wantLock: state.waiters.length > 0,
             leaseExpiresAtMs: state.holder?.expiresAtMs ?? 0,
           },
