@@ -271,7 +271,7 @@ describe("entry points exit 2 on a typo before starting", { timeout: 60_000 }, (
     ["bench/profile.mjs", ["bench/profile.mjs", "--tpo=5"], "profile: unknown option --tpo"],
     [
       "demo/run.ts",
-      ["--import", "./src/cli/register-ts.mjs", "demo/run.ts", "--claim", "3"],
+      ["--import", "tsx", "demo/run.ts", "--claim", "3"],
       "demo: unknown option --claim",
     ],
   ])("%s", async (_name, args, message) => {
