@@ -172,7 +172,7 @@ export function parseDuration(label, text) {
     total += Math.round(ms);
     end = part.lastIndex;
   }
-  if (/^\d+$/.test(text)) throw new UsageError(`${label} needs a unit (ms, s, m or h), e.g. ${text}ms; got ${text}`);
+  if (/^\d+$/.test(text)) throw new UsageError(`${label} needs a unit (ms, s, m or h), e.g. ${text}s; got ${text}`);
   if (text === "" || end !== text.length || !whole || !Number.isSafeInteger(total)) {
     throw new UsageError(
       `${label} must be a duration such as 500ms, 15s, 2m or 1h (whole milliseconds), got ${JSON.stringify(text)}`,
