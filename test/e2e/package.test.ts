@@ -220,7 +220,7 @@ describe("the installed package", { timeout: 240_000 }, () => {
     expect(usage.code).toBe(2);
     // The installed CLI finds the package's own version (lib/cli/ → package.json).
     const { version } = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
-    expect((await runOk("npx", ["--no", "shiftlock", "--version"], consumer, env)).stdout).toBe(`${version}\n`);
+    expect((await runOk("npx", ["--no", "--", "shiftlock", "--version"], consumer, env)).stdout).toBe(`${version}\n`);
   });
 });
 
