@@ -197,7 +197,7 @@ export function parseFsyncTraceArgs(argv) {
   };
 }
 
-export const DIRECT_SERVER_USAGE = `usage: node --import ./src/cli/register-ts.mjs bench/direct-server.ts --persist-to DIR --bundle DIR
+export const DIRECT_SERVER_USAGE = `usage: node --import tsx bench/direct-server.ts --persist-to DIR --bundle DIR
 `;
 
 /**

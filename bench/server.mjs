@@ -260,7 +260,7 @@ export async function startServer(kind = "npm-start", extra = {}) {
     (extra.serveArgs === undefined ? "" : ` ${extra.serveArgs}`);
   const command =
     kind === "direct"
-      ? `node --import ./src/cli/register-ts.mjs bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`
+      ? `node --import tsx bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`
       : `${serveCommand(port, stateDir, bundle)}${inspector}`;
   const child = spawn(command, { shell: true, detached: true, stdio: ["ignore", "pipe", "pipe"], env: scriptEnv() });
   // Detached, so the child leads its own process group: its pid is the group id.

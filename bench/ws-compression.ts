@@ -9,7 +9,7 @@
  * so the comparison is two checkouts: this one (`no_web_socket_compression` on) and one with
  * that flag removed from wrangler.toml, each after `npm run build`:
  *
- *   W=200 P=100 node --import ./src/cli/register-ts.mjs bench/ws-compression.ts
+ *   W=200 P=100 node --import tsx bench/ws-compression.ts
  *
  * Linux only (/proc). Prints one JSON line.
  */

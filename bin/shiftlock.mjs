@@ -2,21 +2,21 @@
 /**
  * The `shiftlock` command (docs/cli.md). In a clone (src/ is there) it runs
  * src/cli/main.ts directly: Node 20 cannot strip types by itself, so the TypeScript
- * sources are transpiled on load (src/cli/ts-hooks.mjs). In the installed package (no
+ * sources are transpiled on load by `tsx` (a devDependency). In the installed package (no
  * src/) it runs the JavaScript `tsc` built into lib/ (docs/package.md): no TypeScript
- * needed.
+ * and no tsx needed.
  *
- * Guarantees: the exit status is `main`'s (0 ok, 1 refused, 2 usage, 3 unreachable); the
+ * Guarantees: the exit status is `main`'s (docs/cli.md: 0 ok, 1 refused, 2 usage,
+ * 3 unreachable, 5 the service failed); the
  * first SIGINT/SIGTERM aborts the command (a watch ends, a held lease is released) and a
  * second one exits 130 at once — except while a `run` command listens (`onSignal`): then
  * every signal is its to forward, and it decides when the process ends. Does not
  * type-check the sources it runs.
  */
 import { existsSync } from "node:fs";
-import { register } from "node:module";
 
 const fromSources = existsSync(new URL("../src/cli/main.ts", import.meta.url));
-if (fromSources) register("../src/cli/ts-hooks.mjs", import.meta.url);
+if (fromSources) (await import("tsx/esm/api")).register();
 
 // lib/ exists only after `npm run build:lib` (npm pack runs it): a specifier tsc does not resolve.
 const built = "../lib/cli/main.js";

@@ -7,12 +7,20 @@
  * (`unknown option --x`); one the command does not take is a usage error naming the
  * command, raised by `done()` before any request; missing or malformed values are usage
  * errors naming the option (exit status 2). Counters parse to bigint with the wire's
- * canonical rule, durations to integer milliseconds.
+ * canonical rule, durations to integer milliseconds: each duration has two spellings,
+ * `--ttl 15s` (with a unit) and `--ttl-ms 15000`, and giving both is a usage error.
  *
  * Does not: check that a required positional argument is present (the commands do).
  */
 import { parseCounter } from "../protocol/counter.ts";
-import { parseInteger, parseOptions, UsageError, type OptionSpec, type OptionValues } from "./options.mjs";
+import {
+  parseDuration,
+  parseInteger,
+  parseOptions,
+  UsageError,
+  type OptionSpec,
+  type OptionValues,
+} from "./options.mjs";
 
 export { UsageError };
 
@@ -21,11 +29,13 @@ export const CLI_OPTIONS = {
   // global
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
   url: { type: "string" },
   token: { type: "string" },
   namespace: { type: "string" },
   // claims and generations
   generation: { type: "string" },
+  ttl: { type: "string" },
   "ttl-ms": { type: "string" },
   "allow-empty-only": { type: "boolean" },
   "fencing-token": { type: "string" },
@@ -43,11 +53,13 @@ export const CLI_OPTIONS = {
   key: { type: "string" },
   participant: { type: "string" },
   "after-generation": { type: "string" },
+  wait: { type: "string" },
   "wait-ms": { type: "string" },
   root: { type: "string" },
   "expected-generation": { type: "string" },
   "key-prefix": { type: "string" },
   // claims run, coord run
+  grace: { type: "string" },
   "grace-ms": { type: "string" },
   // claims list, generations list, coord scopes
   prefix: { type: "string" },
@@ -65,7 +77,10 @@ export type StringOption = { [K in OptionName]: CliOptions[K]["type"] extends "s
 export type BooleanOption = Exclude<OptionName, StringOption>;
 
 /** Options every command accepts. */
-const GLOBAL_OPTIONS: readonly OptionName[] = ["json", "help", "url", "token", "namespace"];
+const GLOBAL_OPTIONS: readonly OptionName[] = ["json", "help", "version", "url", "token", "namespace"];
+
+/** The durations: each is `--<name> 15s` (with a unit) or `--<name>-ms 15000`. */
+export type DurationOption = "ttl" | "wait" | "grace";
 
 export interface ParsedArgs {
   /** Positional words: the command path, then its arguments. */
@@ -130,9 +145,18 @@ export class Flags {
     return n;
   }
 
-  /** A duration in whole milliseconds. */
-  ms(name: StringOption): number | undefined {
-    return parseInteger(`--${name}`, this.string(name), { unit: "milliseconds" });
+  /** A duration in whole milliseconds, from `--<name> 15s` or `--<name>-ms 15000` (not both). */
+  duration(name: DurationOption): number | undefined {
+    const withUnit = parseDuration(`--${name}`, this.string(name));
+    const ms = parseInteger(`--${name}-ms`, this.string(`${name}-ms`), { unit: "milliseconds" });
+    if (withUnit !== undefined && ms !== undefined) throw new UsageError(`give --${name} or --${name}-ms, not both`);
+    return withUnit ?? ms;
+  }
+
+  requiredDuration(name: DurationOption, why: string): number {
+    const ms = this.duration(name);
+    if (ms === undefined) throw new UsageError(`--${name} (or --${name}-ms) is required: ${why}`);
+    return ms;
   }
 
   /** Throw for any option given that this command did not ask for. */

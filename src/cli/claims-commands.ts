@@ -1,14 +1,18 @@
 /**
  * `shiftlock claims …` and `shiftlock generations …`: one command per ClaimsBackend call.
- * Thin: arguments map to the request, the answer is printed as is (`list`: one line, or one
- * JSON object with `--json`, per record, following cursors to the last page). `claims run` holds a
- * claim while a command runs (run-commands.ts).
+ * Thin: arguments map to the request, the answer is printed as is (`claims list`: a table
+ * with a header once the last page arrived, or one JSON object per record with `--json`,
+ * streamed page after page). `claims run` holds a claim while a command runs
+ * (run-commands.ts). A mutation without `--ttl` asks for the client's default lease,
+ * {@link DEFAULT_LEASE_TTL_MS} — except `renew`, where a silent default could shorten the
+ * lease, so the ttl is required.
  */
 import { UsageError } from "./args.ts";
 import type { CommandContext } from "./context.ts";
-import { print } from "./output.ts";
+import { print, printTable } from "./output.ts";
 import { GENERATION_STATES, type GenerationState } from "../protocol/generations.ts";
-import { CLAIM_PHASES } from "../protocol/claims.ts";
+import { CLAIM_PHASES, type ClaimRecord } from "../protocol/claims.ts";
+import { DEFAULT_LEASE_TTL_MS } from "../protocol/coord.ts";
 
 /** Refuse positional arguments (list commands take options only). */
 export function noArgs(ctx: CommandContext): void {
@@ -50,10 +54,12 @@ export async function claimsCommand(sub: string, ctx: CommandContext): Promise<n
       const filter = { prefix: f.string("prefix"), phase, owner: f.string("owner") };
       const page = { signal: ctx.signal, limit: f.limit() };
       f.done();
+      const rows: string[][] = [];
       for await (const claim of (await ctx.claims()).listClaims(filter, page)) {
         if (ctx.p.json) print(ctx.p, { claim });
-        else ctx.p.out(`${claim.name}\t${describe(claim)}`);
+        else rows.push(claimRow(claim));
       }
+      if (!ctx.p.json) printTable(ctx.p, CLAIM_COLUMNS, rows);
       return;
     }
     case "acquire": {
@@ -61,7 +67,7 @@ export async function claimsCommand(sub: string, ctx: CommandContext): Promise<n
       const req = {
         claimName,
         generationId: f.required("generation"),
-        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        ttlMs: f.duration("ttl") ?? DEFAULT_LEASE_TTL_MS,
         allowEmptyOnly: f.bool("allow-empty-only"),
         ...withOp(f.string("operation-id")),
       };
@@ -75,7 +81,7 @@ export async function claimsCommand(sub: string, ctx: CommandContext): Promise<n
         claimName,
         generationId: f.required("generation"),
         token: f.requiredCounter("fencing-token"),
-        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        ttlMs: f.requiredDuration("ttl", "the lease's new length from now (a default could shorten it)"),
         ...withOp(f.string("operation-id")),
       };
       f.done();
@@ -134,7 +140,7 @@ export async function transferCommand(sub: string, ctx: CommandContext): Promise
       const req = {
         ...base,
         token: f.requiredCounter("fencing-token"),
-        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        ttlMs: f.duration("ttl") ?? DEFAULT_LEASE_TTL_MS,
         ...withOp(f.string("operation-id")),
       };
       f.done();
@@ -145,7 +151,7 @@ export async function transferCommand(sub: string, ctx: CommandContext): Promise
       const req = {
         ...base,
         expectedToken: f.requiredCounter("expected-token"),
-        ttlMs: f.ms("ttl-ms") ?? 15_000,
+        ttlMs: f.duration("ttl") ?? DEFAULT_LEASE_TTL_MS,
         ...withOp(f.string("operation-id")),
       };
       f.done();
@@ -211,6 +217,23 @@ export async function generationsCommand(sub: string, ctx: CommandContext): Prom
 
 function withOp(operationId: string | undefined): { operationId?: string } {
   return operationId === undefined ? {} : { operationId };
+}
+
+/** `claims list`'s columns; the listed expiry may trail renewals (`claims get` is exact). */
+const CLAIM_COLUMNS = ["NAME", "PHASE", "OWNER", "TOKEN", "SUCCESSOR", "EXPIRES"];
+
+function claimRow(claim: ClaimRecord): string[] {
+  const orDash = (text: string): string => (text === "" ? "-" : text);
+  const expires =
+    claim.phase === "unowned" || claim.expiresAtMs === 0 ? "-" : new Date(claim.expiresAtMs).toISOString();
+  return [
+    claim.name,
+    claim.phase,
+    orDash(claim.ownerGeneration),
+    claim.fencingToken.toString(10),
+    orDash(claim.pendingSuccessor),
+    expires,
+  ];
 }
 
 function describe(

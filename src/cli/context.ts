@@ -45,3 +45,5 @@ export interface CommandContext {
 
 export const DEFAULT_URL = "http://127.0.0.1:8787";
 export const DEFAULT_NAMESPACE = "default";
+/** Default time a `run` command's command may take to stop after SIGTERM on loss, before SIGKILL. */
+export const DEFAULT_GRACE_MS = 5_000;

@@ -2,18 +2,32 @@
  * `shiftlock coord …`: the namespace's scopes (`coord scopes`), capability, snapshot and watch of a scope, holding its write lease
  * (with keepalive until Ctrl-C, then release, or for as long as a command runs: `coord run`,
  * run-commands.ts), and publishing under a short-lived lease.
+ *
+ * Guarantees: a scope the command cannot use is a usage error before any request —
+ * `snapshot`, `watch` and `publish` need `--store` and no `--key` (a keyed scope has no
+ * generation or root); `capability`, `lease` and `run` need `--store` or `--key`. A busy
+ * write lease is `lease_held` naming the holding participant.
  */
-import type { Scope, WriteLease } from "../client/coord/coord-types.ts";
+import type { Coordinator, Scope, WriteLease } from "../client/coord/coord-types.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { UsageError } from "./args.ts";
 import type { CommandContext } from "./context.ts";
 import { print } from "./output.ts";
 import { noArgs } from "./claims-commands.ts";
 
-function scopeOf(ctx: CommandContext): Scope {
+/** What a command needs of its scope: an object store (no key), or a store or a key. */
+export type ScopeNeed = "store" | "store-or-key";
+
+/** The scope from `--volume`, `--store`, `--key`, `--participant`, checked against `need`. */
+export function scopeOf(ctx: CommandContext, command: string, need: ScopeNeed): Scope {
   const f = ctx.flags;
   const objectStoreId = f.string("store");
   const key = f.string("key");
+  if (need === "store" && key !== undefined) {
+    throw new UsageError(`${command} does not take --key (a keyed scope has no generation, root or watch)`);
+  }
+  if (need === "store" && objectStoreId === undefined) throw new UsageError(`${command} needs --store`);
+  if (objectStoreId === undefined && key === undefined) throw new UsageError(`${command} needs --store or --key`);
   return {
     volumeId: f.required("volume"),
     participantId: f.string("participant") ?? "shiftlock-cli",
@@ -28,19 +42,30 @@ function leaseView(lease: WriteLease): Record<string, unknown> {
 
 async function acquire(ctx: CommandContext, scope: Scope): Promise<WriteLease> {
   const f = ctx.flags;
-  const ttlMs = f.ms("ttl-ms");
-  const waitMs = f.ms("wait-ms");
+  const ttlMs = f.duration("ttl");
+  const waitMs = f.duration("wait");
   f.done();
-  const coordinator = await ctx.coordinator();
-  const opts = { signal: ctx.signal, ...(ttlMs === undefined ? {} : { ttlMs }) };
-  if (waitMs === undefined) {
+  return acquireWriteLease(await ctx.coordinator(), scope, { ttlMs, waitMs, signal: ctx.signal });
+}
+
+/**
+ * One try (`waitMs` undefined: a busy lease is `lease_held` naming its holder) or a wait in
+ * the server's first-come first-served queue for up to `waitMs`. `ttlMs` undefined: the
+ * client's default.
+ */
+export async function acquireWriteLease(
+  coordinator: Coordinator,
+  scope: Scope,
+  o: { ttlMs: number | undefined; waitMs: number | undefined; signal: AbortSignal },
+): Promise<WriteLease> {
+  const opts = { signal: o.signal, ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }) };
+  if (o.waitMs === undefined) {
     const got = await coordinator.tryAcquireWriteLease(scope, opts);
-    if (!got.acquired) {
-      throw new ShiftlockError("lease_held", "write lease is held (pass --wait-ms to queue for it)");
-    }
-    return got.lease;
+    if (got.acquired) return got.lease;
+    const holder = got.holder === "" ? {} : { holder: got.holder };
+    throw new ShiftlockError("lease_held", "write lease is held (pass --wait to queue for it)", holder);
   }
-  return coordinator.waitAcquireWriteLease(scope, { ...opts, waitMs });
+  return coordinator.waitAcquireWriteLease(scope, { ...opts, waitMs: o.waitMs });
 }
 
 /** `coord scopes [--volume V] [--limit N]`: every scope of the namespace, page after page. */
@@ -60,16 +85,22 @@ async function listScopes(ctx: CommandContext): Promise<void> {
   }
 }
 
+/** The commands on one scope besides `run`. */
+const SCOPE_COMMANDS: readonly string[] = ["capability", "snapshot", "watch", "lease", "publish"];
+
 /** Returns the exit status when the command sets one (`run`). */
 export async function coordCommand(sub: string, ctx: CommandContext): Promise<number | undefined> {
-  if (sub === "run") return (await import("./run-commands.ts")).coordRun(ctx, scopeOf(ctx));
+  if (sub === "run")
+    return (await import("./run-commands.ts")).coordRun(ctx, scopeOf(ctx, "coord run", "store-or-key"));
   if (sub === "scopes") {
     await listScopes(ctx);
     return;
   }
+  if (!SCOPE_COMMANDS.includes(sub)) throw new UsageError(`unknown command: coord ${sub}`);
   if (ctx.args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.args[0])}`);
   const f = ctx.flags;
-  const scope = scopeOf(ctx);
+  const needsStore = sub === "snapshot" || sub === "watch" || sub === "publish";
+  const scope = scopeOf(ctx, `coord ${sub}`, needsStore ? "store" : "store-or-key");
   const opts = { signal: ctx.signal };
   switch (sub) {
     case "capability":

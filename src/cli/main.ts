@@ -2,22 +2,27 @@
  * `shiftlock`: the command-line tool, a thin layer over the TypeScript client.
  *
  * Guarantees: `main(argv, io)` never exits the process and never throws; it prints to
- * `io` and returns the exit status (0 ok, 1 refused by the service, 2 usage mistake,
- * 3 service unreachable or failing; `claims run` and `coord run` return their command's
- * status, or 4 when the lease was lost: docs/cli.md). `--json` makes every output line one JSON object.
+ * `io` and returns the exit status ({@link EXIT_STATUS}: 0 ok, 1 refused by the service,
+ * 2 usage mistake, 3 service unreachable, 5 service failed; `claims run` and `coord run`
+ * return their command's status, or 4 when the lease was lost: docs/cli.md). `--json` makes
+ * every output line one JSON object; `--version` prints the package version.
  * Connection settings come from flags, else `SHIFTLOCK_URL`, `SHIFTLOCK_TOKEN`,
  * `SHIFTLOCK_NAMESPACE`, else `http://127.0.0.1:8787`, no token, namespace `default`.
  */
+import { readFileSync } from "node:fs";
 // Types only from the client's public entry; the HTTP clients are imported lazily below.
 import type { ClaimsBackend, Coordinator, WebSocketConstructor } from "../client/index.ts";
+import { DEFAULT_LEASE_TTL_MS } from "../protocol/coord.ts";
 import { Flags, parseCommandLine, UsageError } from "./args.ts";
 import { claimsCommand, generationsCommand, transferCommand } from "./claims-commands.ts";
 import { coordCommand } from "./coord-commands.ts";
-import { DEFAULT_NAMESPACE, DEFAULT_URL, type CliIo, type CommandContext } from "./context.ts";
-import { USAGE_EXIT_STATUS } from "./options.mjs";
-import { printError, type Printer } from "./output.ts";
+import { DEFAULT_GRACE_MS, DEFAULT_NAMESPACE, DEFAULT_URL, type CliIo, type CommandContext } from "./context.ts";
+import { EXIT_STATUS, printError, type Printer, type Target } from "./output.ts";
 
 export type { CliIo };
+
+const TTL = `${DEFAULT_LEASE_TTL_MS / 1000}s`;
+const GRACE = `${DEFAULT_GRACE_MS / 1000}s`;
 
 export const USAGE = `shiftlock — leases and fencing tokens on Cloudflare Durable Objects
 
@@ -27,13 +32,13 @@ claims
   claims get <claim>
   claims list [--prefix P] [--phase PHASE] [--owner G] [--limit 100]   every claim, by name
   claims watch <claim> [--after-version N]                     stream until Ctrl-C
-  claims acquire <claim> --generation G [--ttl-ms 15000] [--allow-empty-only]
-  claims renew <claim> --generation G --fencing-token T [--ttl-ms 15000]
+  claims acquire <claim> --generation G [--ttl ${TTL}] [--allow-empty-only]
+  claims renew <claim> --generation G --fencing-token T --ttl D
   claims release <claim> --generation G --fencing-token T
-  claims transfer prepare <claim> --from G --to G2 --fencing-token T [--ttl-ms 15000]
-  claims transfer commit <claim> --from G --to G2 --expected-token T [--ttl-ms 15000]
+  claims transfer prepare <claim> --from G --to G2 --fencing-token T [--ttl ${TTL}]
+  claims transfer commit <claim> --from G --to G2 --expected-token T [--ttl ${TTL}]
   claims transfer abort <claim> --from G --to G2 --expected-token T
-  claims run <claim> --generation G [--ttl-ms 15000] [--wait-ms MS] [--grace-ms 5000] -- <command…>
+  claims run <claim> --generation G [--ttl ${TTL}] [--wait D] [--grace ${GRACE}] -- <command…>
                                      hold the claim while the command runs (env SHIFTLOCK_CLAIM,
                                      SHIFTLOCK_FENCING_TOKEN, SHIFTLOCK_GENERATION)
   (every mutation also takes --operation-id ID: a retry with the same id is applied once)
@@ -46,11 +51,12 @@ generations
 
 coord (scope: --volume V [--store S] [--key K] [--participant P])
   coord scopes [--volume V] [--limit 100]                      every scope of the namespace
-  coord capability | snapshot
-  coord watch [--after-generation N]                            stream until Ctrl-C
-  coord lease [--ttl-ms 15000] [--wait-ms MS]                   hold with keepalive until Ctrl-C, then release
-  coord publish [--root JSON] [--generation N] [--expected-generation N] [--key-prefix BASE64] [--wait-ms MS]
-  coord run [--ttl-ms 15000] [--wait-ms MS] [--grace-ms 5000] -- <command…>
+  coord capability                                             (--store or --key)
+  coord snapshot                                               (--store)
+  coord watch [--after-generation N]                           (--store) stream until Ctrl-C
+  coord lease [--ttl ${TTL}] [--wait D]                          hold with keepalive until Ctrl-C, then release
+  coord publish [--root JSON] [--generation N] [--expected-generation N] [--key-prefix BASE64] [--wait D]
+  coord run [--ttl ${TTL}] [--wait D] [--grace ${GRACE}] -- <command…>
                                      hold the write lease while the command runs (env
                                      SHIFTLOCK_LEASE_EPOCH, SHIFTLOCK_LEASE_ID)
 
@@ -60,13 +66,17 @@ global flags
   --namespace NS     SHIFTLOCK_NAMESPACE  (default ${DEFAULT_NAMESPACE})
   --json             one JSON object per output line; errors as the JSON envelope on stderr
   --help, -h
+  --version          the package version
 
 Options are --name VALUE or --name=VALUE (write --name=-x for a value that starts with "-");
 an unknown option or one the command does not take is an error.
+Durations take a unit: --ttl 500ms, 15s, 2m, 1h or 1m30s; or milliseconds as --ttl-ms 15000
+(likewise --wait / --wait-ms, --grace / --grace-ms).
 
-exit status: 0 ok, 1 refused by the service (the message names the code), 2 usage, 3 unreachable/failing
-run: the command's status (signal n → 128+n), 4 lease lost (command stopped: SIGTERM, SIGKILL
-after --grace-ms), 126/127 command not executable/not found, 128+n interrupted while waiting
+exit status: 0 ok, ${EXIT_STATUS.refused} refused by the service (the message names the code), ${EXIT_STATUS.usage} usage,
+${EXIT_STATUS.unreachable} service unreachable (the message names the URL), ${EXIT_STATUS.failed} service failed (internal)
+run: the command's status (signal n → 128+n), ${EXIT_STATUS.leaseLost} lease lost (command stopped: SIGTERM, SIGKILL
+after --grace), 126/127 command not executable/not found, 128+n interrupted while waiting
 `;
 
 /** Run one command line. Never throws; returns the exit status. */
@@ -83,17 +93,25 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const onAbort = (): void => stop.abort(io.signal?.reason);
   io.signal?.addEventListener("abort", onAbort, { once: true });
   const closers: (() => Promise<void>)[] = [];
+  let target: Target | undefined;
   try {
     const { words, values, afterTerminator } = parseCommandLine(argv);
     json = values.json === true;
+    if (values.version === true && values.help !== true) {
+      io.stdout(`${packageVersion()}\n`);
+      return EXIT_STATUS.ok;
+    }
     if (values.help === true || words.length === 0) {
       io.stdout(USAGE);
-      return values.help === true ? 0 : USAGE_EXIT_STATUS;
+      return values.help === true ? EXIT_STATUS.ok : EXIT_STATUS.usage;
     }
-    const conn = {
+    target = {
       baseUrl: values.url ?? io.env["SHIFTLOCK_URL"] ?? DEFAULT_URL,
-      token: values.token ?? io.env["SHIFTLOCK_TOKEN"] ?? "",
       namespace: values.namespace ?? io.env["SHIFTLOCK_NAMESPACE"] ?? DEFAULT_NAMESPACE,
+    };
+    const conn = {
+      ...target,
+      token: values.token ?? io.env["SHIFTLOCK_TOKEN"] ?? "",
       ...(io.fetch === undefined ? {} : { fetch: io.fetch }),
     };
     let claims: ClaimsBackend | undefined = io.claims;
@@ -141,13 +159,19 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     } else {
       throw new UsageError(`unknown command ${JSON.stringify(group)}`);
     }
-    return status ?? 0;
+    return status ?? EXIT_STATUS.ok;
   } catch (err) {
-    return printError(p, err);
+    return printError(p, err, target);
   } finally {
     io.signal?.removeEventListener("abort", onAbort);
     for (const close of closers) await close().catch(() => undefined);
   }
+}
+
+/** The version in the package.json beside src/ (a clone) or lib/ (the installed package). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
 }
 
 /** The process's signals, or (embedded, tests) the abort of `io.signal` as one SIGINT. */

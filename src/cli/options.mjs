@@ -6,11 +6,14 @@
  * Guarantees: an unknown option (a typo included), a missing value, a value given to a
  * boolean option, an unexpected positional argument, a malformed number or an unknown
  * choice is a {@link UsageError} whose message names the option (`unknown option --x`,
- * `--ttl-ms must be an integer …`), and a usage mistake ends a process with status
+ * `--ttl-ms must be an integer …`); an unknown option close to a known one names it
+ * (`unknown option --ttl-msx (did you mean --ttl-ms?)`), and a usage mistake ends a process with status
  * {@link USAGE_EXIT_STATUS} (2). Options are `--name value`, `--name=value` or a declared
  * short alias (`-h`); a value that starts with `-` must be written `--name=-value`; `--`
  * ends the options. Numbers are plain decimal digits only (no sign, exponent or
- * whitespace) and safe integers unless a decimal is asked for.
+ * whitespace) and safe integers unless a decimal is asked for. A duration with a unit
+ * ({@link parseDuration}) is `500ms`, `15s`, `2m`, `1h` or a sum such as `1m30s`, and comes
+ * out as whole milliseconds.
  *
  * Does not: read the environment, print anything except in {@link parseOrExit}, or know
  * which options a given command takes (callers declare their own tables).
@@ -88,7 +91,7 @@ function explain(argv, options, allowPositionals) {
     if (token.kind === "positional" && !allowPositionals) return `unexpected argument ${JSON.stringify(token.value)}`;
     if (token.kind !== "option") continue;
     const spec = Object.hasOwn(options, token.name) ? options[token.name] : undefined;
-    if (spec === undefined) return `unknown option ${token.rawName}`;
+    if (spec === undefined) return `unknown option ${token.rawName}${suggestion(token.name, Object.keys(options))}`;
     if (spec.type === "boolean" && token.value !== undefined) return `${token.rawName} takes no value`;
     if (spec.type === "string" && token.value === undefined) return `${token.rawName} needs a value`;
     if (spec.type === "string" && token.value?.startsWith("-") === true && token.inlineValue === false) {
@@ -96,6 +99,86 @@ function explain(argv, options, allowPositionals) {
     }
   }
   return undefined;
+}
+
+/**
+ * ` (did you mean --x?)` for the known option nearest to an unknown `name`, or "" when none
+ * is close (at most 2 edits, and fewer than half the name's letters).
+ * @param {string} name
+ * @param {readonly string[]} known
+ * @returns {string}
+ */
+export function suggestion(name, known) {
+  let best = "";
+  let bestDistance = Math.min(3, Math.ceil(name.length / 2));
+  for (const candidate of known) {
+    const d = editDistance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best === "" ? "" : ` (did you mean --${best}?)`;
+}
+
+/**
+ * Edits (insert, delete, substitute, swap two neighbours) that turn `a` into `b`: the
+ * optimal-string-alignment distance, so the typo `--jsno` is one edit from `--json`.
+ * @param {string} a
+ * @param {string} b
+ * @returns {number}
+ */
+function editDistance(a, b) {
+  /** @type {number[][]} */
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array.from({ length: b.length }, () => 0)]);
+  const at = (/** @type {number} */ i, /** @type {number} */ j) => d[i]?.[j] ?? Number.POSITIVE_INFINITY;
+  for (let j = 1; j <= b.length; j++) /** @type {number[]} */ (d[0])[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    const row = /** @type {number[]} */ (d[i]);
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row[j] = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        row[j] = Math.min(at(i, j), at(i - 2, j - 2) + 1);
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/** Milliseconds per duration unit. */
+const DURATION_UNITS = /** @type {const} */ ({ ms: 1, s: 1_000, m: 60_000, h: 3_600_000 });
+
+/**
+ * A duration with units: `undefined` when absent, else whole milliseconds. Accepts one or
+ * more `<number><unit>` parts (`500ms`, `15s`, `2m`, `1h`, `1.5s`, `1m30s`) with units `ms`,
+ * `s`, `m`, `h`; a bare number is refused (it would be ambiguous: `--x-ms` takes those).
+ *
+ * @example parseDuration("--ttl", "15s") // 15000
+ * @param {string} label how the message names it, e.g. `--ttl`
+ * @param {string | undefined} text the raw value
+ * @returns {number | undefined}
+ * @throws {UsageError} `--ttl must be a duration such as 15s …` when malformed, not whole
+ *   milliseconds or beyond `Number.MAX_SAFE_INTEGER`
+ */
+export function parseDuration(label, text) {
+  if (text === undefined) return undefined;
+  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  let total = 0;
+  let end = 0;
+  let whole = true;
+  for (let match = part.exec(text); match !== null; match = part.exec(text)) {
+    const [, amount, unit] = /** @type {[string, string, keyof typeof DURATION_UNITS]} */ (
+      /** @type {unknown} */ (match)
+    );
+    const ms = Number(amount) * DURATION_UNITS[unit];
+    whole &&= Math.abs(ms - Math.round(ms)) < 1e-6; // 1.1s is 1100.0000000000002 in floating point
+    total += Math.round(ms);
+    end = part.lastIndex;
+  }
+  if (/^\d+$/.test(text)) throw new UsageError(`${label} needs a unit (ms, s, m or h), e.g. ${text}s; got ${text}`);
+  if (text === "" || end !== text.length || !whole || !Number.isSafeInteger(total)) {
+    throw new UsageError(
+      `${label} must be a duration such as 500ms, 15s, 2m or 1h (whole milliseconds), got ${JSON.stringify(text)}`,
+    );
+  }
+  return total;
 }
 
 /**

@@ -9,27 +9,22 @@
  * - The lease is renewed every ttl/3 while the command runs and released only after the
  *   command ended — never while it may still be writing. When the command ends, the status
  *   is its own (signal → 128 + n).
- * - Loss of the lease stops the command (SIGTERM, SIGKILL after `--grace-ms`) and the
- *   status is {@link LEASE_LOST_STATUS} whatever the command returned.
+ * - Loss of the lease stops the command (SIGTERM, SIGKILL after `--grace`) and the
+ *   status is `EXIT_STATUS.leaseLost` (4) whatever the command returned.
  * - SIGINT/SIGTERM while waiting for the lease end the wait (status 128 + n, nothing ran);
  *   while the command runs they are forwarded to it, and the lease is released once it ends.
  *
  * Does not: print anything on stdout (it is the command's); notes go to stderr.
  */
-import type { Scope, WriteLease } from "../client/coord/coord-types.ts";
+import type { Scope } from "../client/coord/coord-types.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
-import { ShiftlockError } from "../protocol/errors.ts";
+import { DEFAULT_LEASE_TTL_MS } from "../protocol/coord.ts";
 import { UsageError } from "./args.ts";
 import { superviseChild, signalStatus, type ChildOutcome, type ForwardedSignal } from "./child-supervisor.ts";
 import { holdClaim } from "./claim-lock.ts";
-import type { CommandContext } from "./context.ts";
-import { toJson } from "./output.ts";
-
-/** Exit status when the lease was lost while the command ran (the command was stopped). */
-export const LEASE_LOST_STATUS = 4;
-
-/** Default time a command may take to stop after SIGTERM on loss, before SIGKILL. */
-export const DEFAULT_GRACE_MS = 5_000;
+import { acquireWriteLease } from "./coord-commands.ts";
+import { DEFAULT_GRACE_MS, type CommandContext } from "./context.ts";
+import { EXIT_STATUS, toJson } from "./output.ts";
 
 /** What both run commands hold: a lease with a loss signal, its variables and its release. */
 interface HeldLease {
@@ -39,7 +34,7 @@ interface HeldLease {
   release(): Promise<void>;
 }
 
-/** `claims run <claim> --generation G [--ttl-ms] [--wait-ms] [--grace-ms] -- <command…>` */
+/** `claims run <claim> --generation G [--ttl] [--wait] [--grace] -- <command…>` */
 export async function claimsRun(ctx: CommandContext): Promise<number> {
   const [claimName, ...extra] = ctx.args.slice(0, ctx.args.length - (ctx.command?.length ?? 0));
   if (claimName === undefined) throw new UsageError("claim name is required");
@@ -47,9 +42,9 @@ export async function claimsRun(ctx: CommandContext): Promise<number> {
     throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])} (put the command after --)`);
   const f = ctx.flags;
   const generationId = f.required("generation");
-  const ttlMs = f.ms("ttl-ms") ?? 15_000;
-  const waitMs = f.ms("wait-ms") ?? 0;
-  const graceMs = f.ms("grace-ms") ?? DEFAULT_GRACE_MS;
+  const ttlMs = f.duration("ttl") ?? DEFAULT_LEASE_TTL_MS;
+  const waitMs = f.duration("wait") ?? 0;
+  const graceMs = f.duration("grace") ?? DEFAULT_GRACE_MS;
   f.done();
   const command = commandOf(ctx);
   const backend = await ctx.claims();
@@ -75,28 +70,20 @@ export async function claimsRun(ctx: CommandContext): Promise<number> {
   });
 }
 
-/** `coord run --volume V (--store S | --key K) [--ttl-ms] [--wait-ms] [--grace-ms] -- <command…>` */
+/** `coord run --volume V (--store S | --key K) [--ttl] [--wait] [--grace] -- <command…>` */
 export async function coordRun(ctx: CommandContext, scope: Scope): Promise<number> {
   const f = ctx.flags;
   const extra = ctx.args.slice(0, ctx.args.length - (ctx.command?.length ?? 0));
   if (extra.length > 0)
     throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])} (put the command after --)`);
-  const ttlMs = f.ms("ttl-ms");
-  const waitMs = f.ms("wait-ms");
-  const graceMs = f.ms("grace-ms") ?? DEFAULT_GRACE_MS;
+  const ttlMs = f.duration("ttl");
+  const waitMs = f.duration("wait");
+  const graceMs = f.duration("grace") ?? DEFAULT_GRACE_MS;
   f.done();
   const command = commandOf(ctx);
   const coordinator = await ctx.coordinator();
   return runHolding(ctx, command, graceMs, async (signal) => {
-    const opts = { signal, ...(ttlMs === undefined ? {} : { ttlMs }) };
-    let lease: WriteLease;
-    if (waitMs === undefined) {
-      const got = await coordinator.tryAcquireWriteLease(scope, opts);
-      if (!got.acquired) throw new ShiftlockError("lease_held", "write lease is held (pass --wait-ms to queue for it)");
-      lease = got.lease;
-    } else {
-      lease = await coordinator.waitAcquireWriteLease(scope, { ...opts, waitMs });
-    }
+    const lease = await acquireWriteLease(coordinator, scope, { ttlMs, waitMs, signal });
     return {
       env: { SHIFTLOCK_LEASE_EPOCH: lease.epoch.toString(10), SHIFTLOCK_LEASE_ID: lease.leaseId },
       signal: lease.signal,
@@ -164,8 +151,8 @@ async function runHolding(
 }
 
 function lostStatus(ctx: CommandContext): number {
-  note(ctx, "lost", `exiting ${LEASE_LOST_STATUS}: the lease was lost while the command ran`);
-  return LEASE_LOST_STATUS;
+  note(ctx, "lost", `exiting ${EXIT_STATUS.leaseLost}: the lease was lost while the command ran`);
+  return EXIT_STATUS.leaseLost;
 }
 
 function waitingText(claim: string, holder: ClaimRecord | undefined, waitMs: number): string {

@@ -27,6 +27,7 @@ import {
   type ScopeState,
   type ScopeStep,
   decideScope,
+  leaseHeldDetails,
   nextDeadlineMs,
 } from "../core/scope-machine.ts";
 import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
@@ -274,7 +275,10 @@ export class ScopeObject extends WatchedObject {
         orphans.push(waiterId);
     }
     for (const waiterId of step.timedOut)
-      this.waiters.settle(waiterId, leaseHeldResponse("write lease is held (waitMs passed)"));
+      this.waiters.settle(
+        waiterId,
+        leaseHeldResponse("write lease is held (waitMs passed)", leaseHeldDetails(step.next)),
+      );
     // A grant nobody is waiting for any more (cannot happen while requests and queue live
     // and die together, but never strand the scope on it): give it back at once.
     for (const waiterId of orphans) armed.push(this.decide(scope, { kind: "cancelWait", waiterId }).armed);

@@ -186,6 +186,14 @@ export function scopeCapability(state: ScopeState): CoordCapability {
   };
 }
 
+/**
+ * What a `lease_held` refusal carries: `holder`, the participant holding the lease at that
+ * instant (absent when nobody does, e.g. a queued caller whose wait ran out as it was freed).
+ */
+export function leaseHeldDetails(state: ScopeState): ErrorDetails {
+  return state.holder === null ? {} : { holder: state.holder.participantId };
+}
+
 const refuse = (code: ErrorCode, message?: string, details?: ErrorDetails): ScopeResult => ({
   ok: false,
   refusal: { code, ...(message === undefined ? {} : { message }), ...(details === undefined ? {} : { details }) },
@@ -297,7 +305,7 @@ export function decideScope(current: ScopeState, command: ScopeCommand, nowMs: n
       }
       // Held (not re-entrant: the holder's own participant waits like anyone else).
       events.push(event({ processId: command.participantId, wantLock: true }));
-      if (command.waitMs <= 0) return done(refuse("lease_held"));
+      if (command.waitMs <= 0) return done(refuse("lease_held", undefined, leaseHeldDetails(state)));
       const waiter: Waiter = {
         waiterId: command.waiterId,
         leaseId: command.leaseId,

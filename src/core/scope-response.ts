@@ -8,7 +8,7 @@
  */
 import type { WireResponse } from "./claim-response.ts";
 import { acquireResponseSchema, capabilitySchema, keepaliveResponseSchema, snapshotSchema } from "../protocol/coord.ts";
-import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
+import { ERROR_STATUS, errorEnvelope, type ErrorDetails } from "../protocol/errors.ts";
 import type { ScopeResult } from "./scope-machine.ts";
 
 export type { WireResponse };
@@ -37,7 +37,10 @@ export function scopeResultToResponse(result: ScopeResult): WireResponse {
   }
 }
 
-/** The answer to a waiter whose `waitMs` passed or whose caller left. */
-export function leaseHeldResponse(message: string): WireResponse {
-  return { status: ERROR_STATUS.lease_held, body: errorEnvelope("lease_held", message) };
+/**
+ * The answer to a waiter whose `waitMs` passed (`details`: the machine's
+ * `leaseHeldDetails`, naming the holder) or whose caller left.
+ */
+export function leaseHeldResponse(message: string, details: ErrorDetails = {}): WireResponse {
+  return { status: ERROR_STATUS.lease_held, body: errorEnvelope("lease_held", message, details) };
 }

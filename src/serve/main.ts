@@ -1,7 +1,7 @@
 /**
  * `npm start`: serve the API locally (see local-server.ts).
  *
- *   node --import ./src/cli/register-ts.mjs src/serve/main.ts
+ *   node --import tsx src/serve/main.ts
  *     [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist]
  *     [--inspector-port P] [--listing-index on|off]
  *

@@ -182,9 +182,11 @@ export function runCoordConformance<F extends CoordFixture>(
       try {
         const ids = { volumeId: uid("volume-try"), objectStoreId: "objects-try" };
         const lease = await acquired(f.first, { ...ids, participantId: "first" });
+        // The refusal names who holds the lease.
         expect(await f.second.tryAcquireWriteLease({ ...ids, participantId: "second" })).toEqual({
           acquired: false,
           lease: undefined,
+          holder: "first",
         });
         // Not re-entrant: the holder's own participant is busy too.
         expect((await f.first.tryAcquireWriteLease({ ...ids, participantId: "first" })).acquired).toBe(false);
@@ -251,6 +253,7 @@ export function runCoordConformance<F extends CoordFixture>(
         expect(await f.second.tryAcquireWriteLease({ volumeId, key: "world-1", participantId: "second" })).toEqual({
           acquired: false,
           lease: undefined,
+          holder: "first",
         });
         const other = await acquired(f.second, { volumeId, key: "world-2", participantId: "second" });
         const store = await acquired(f.second, { volumeId, objectStoreId: "objects-keyed", participantId: "second" });
@@ -399,7 +402,9 @@ export function runCoordConformance<F extends CoordFixture>(
         );
         await eventWhere(watch, (e) => e.wantLock && e.processId === "timed", "timed queued");
         await hooks.elapse(f, 300);
-        expect(hasCode(await within(timedOutcome, guardMs, "the timeout"), "lease_held")).toBe(true);
+        const outcome = await within(timedOutcome, guardMs, "the timeout");
+        expect(hasCode(outcome, "lease_held")).toBe(true);
+        expect(hasCode(outcome, "lease_held") && outcome.details["holder"]).toBe("a"); // names who holds it
 
         await a.release();
         watch.close();

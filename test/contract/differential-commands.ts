@@ -270,7 +270,7 @@ const tryAcquireCommand = fc.record({ scope, participantId: fc.constantFrom(...P
       if (result.acquired) side.leases.push(result.lease);
       return result.acquired
         ? { acquired: true, epoch: result.lease.epoch, participantId: result.lease.scope.participantId }
-        : { acquired: false };
+        : { acquired: false, holder: result.holder };
     });
   }),
 );

@@ -8,7 +8,7 @@ import { expect, inject, it } from "vitest";
 /** Run the demo to completion: exit code and stdout. */
 function runDemo(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "./src/cli/register-ts.mjs", "demo/run.ts", ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", "demo/run.ts", ...args], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, NO_COLOR: "1" },
     });

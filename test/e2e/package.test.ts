@@ -263,6 +263,9 @@ describe("the installed package", { timeout: 240_000 }, () => {
     expect(released.code, released.stderr).toBe(0);
     const usage = await run("npx", ["--no", "shiftlock", "claims", "frobnicate"], consumer, env);
     expect(usage.code).toBe(2);
+    // The installed CLI finds the package's own version (lib/cli/ → package.json).
+    const { version } = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
+    expect((await runOk("npx", ["--no", "--", "shiftlock", "--version"], consumer, env)).stdout).toBe(`${version}\n`);
   });
 });
 

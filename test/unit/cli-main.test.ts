@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { main, type CliIo } from "../../src/cli/main.ts";
 import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
 import { MemoryCoordinator } from "../../src/client/coord/memory-coord.ts";
-import { flushMicrotasks } from "../../src/core/clock.ts";
+import { flushMicrotasks, ManualClock } from "../../src/core/clock.ts";
 
 function cli(extra: Partial<CliIo> = {}) {
   const out: string[] = [];
@@ -45,8 +45,53 @@ describe("shiftlock claims", () => {
     });
     const got = await run("claims", "get", c, "--json");
     expect(json(got.out).claim?.["fencingToken"]).toBe("1");
-    const renewed = await run("claims", "renew", c, "--generation", "g1", "--fencing-token", "1", "--json");
+    const renewed = await run(
+      "claims",
+      "renew",
+      c,
+      "--generation",
+      "g1",
+      "--fencing-token",
+      "1",
+      "--ttl",
+      "1m",
+      "--json",
+    );
     expect(json(renewed.out).claim?.["reason"]).toBe("renewed");
+  });
+
+  it("takes durations with a unit or in milliseconds, not both; renew needs one", async () => {
+    const { run, claims } = cli();
+    const acquired = await run("claims", "acquire", "c", "--generation", "g1", "--ttl", "1m30s", "--json");
+    const claim = json(acquired.out).claim!;
+    expect(Number(claim["expiresAtMs"]) - Number(claim["acquiredAtMs"])).toBe(90_000);
+    const both = await run("claims", "acquire", "d", "--generation", "g1", "--ttl", "15s", "--ttl-ms", "15000");
+    expect(both).toMatchObject({ code: 2, err: "shiftlock: give --ttl or --ttl-ms, not both (see --help)\n" });
+    expect((await run("claims", "acquire", "d", "--generation", "g1", "--ttl", "15")).err).toContain(
+      "--ttl needs a unit (ms, s, m or h), e.g. 15s",
+    );
+    // A renew without a ttl would silently cut a long lease to the default: refused before any request.
+    const renew = await run("claims", "renew", "c", "--generation", "g1", "--fencing-token", "1");
+    expect(renew.code).toBe(2);
+    expect(renew.err).toContain("--ttl (or --ttl-ms) is required");
+    expect((await claims.getClaim("c")).version).toBe(1n); // unchanged
+    const ms = await run("claims", "renew", "c", "--generation", "g1", "--fencing-token", "1", "--ttl-ms", "60000");
+    expect(ms.code).toBe(0);
+  });
+
+  it("--version prints the package version", async () => {
+    const { run } = cli();
+    const { version } = (await import("../../package.json", { with: { type: "json" } })).default;
+    expect(await run("--version")).toMatchObject({ code: 0, out: `${version}\n` });
+  });
+
+  it("a missing claim or generation names the namespace", async () => {
+    const { run } = cli({ env: { SHIFTLOCK_NAMESPACE: "payments" } });
+    const claim = await run("claims", "get", "nope");
+    expect(claim.code).toBe(1);
+    expect(claim.err).toContain('claim_not_found: no such claim in namespace "payments"');
+    const generation = await run("generations", "get", "nope", "--namespace", "orders");
+    expect(generation.err).toContain('generation_not_found: no such generation in namespace "orders"');
   });
 
   it("prints human-readable records by default", async () => {
@@ -129,15 +174,18 @@ describe("shiftlock claims", () => {
     const { run, claims } = cli();
     const typo = await run("claims", "acquire", "c", "--generation", "g1", "--ttl-msx", "5000");
     expect(typo.code).toBe(2);
-    expect(typo.err).toBe("shiftlock: unknown option --ttl-msx (see --help)\n");
+    expect(typo.err).toBe("shiftlock: unknown option --ttl-msx (did you mean --ttl-ms?) (see --help)\n");
     await expect(claims.getClaim("c")).rejects.toThrow(); // never acquired
     const asJson = await run("claims", "get", "c", "--jsn", "--json");
-    expect(json(asJson.err).error).toEqual({ code: "usage", message: "unknown option --jsn" });
+    expect(json(asJson.err).error).toEqual({ code: "usage", message: "unknown option --jsn (did you mean --json?)" });
+    expect((await run("claims", "get", "c", "--frobnicate")).err).toBe(
+      "shiftlock: unknown option --frobnicate (see --help)\n",
+    );
     // A real option the command does not take is refused too, naming the command.
     const misplaced = await run("claims", "get", "c", "--generation", "g1");
     expect(misplaced.code).toBe(2);
     expect(misplaced.err).toContain("--generation is not an option of claims get");
-    expect((await run("coord", "snapshot", "--volume", "v", "--root", "{}")).err).toContain(
+    expect((await run("coord", "snapshot", "--volume", "v", "--store", "s", "--root", "{}")).err).toContain(
       "--root is not an option of coord snapshot",
     );
     expect((await run("claims", "acquire", "c", "--generation", "g", "--ttl-ms", "1.5")).err).toContain(
@@ -182,6 +230,17 @@ describe("shiftlock coord", () => {
     const stale = await run("coord", "publish", ...scope, "--expected-generation", "7");
     expect(stale.code).toBe(1);
     expect(stale.err).toContain("stale_generation");
+    expect(stale.err).toContain("the scope's current generation is 1");
+  });
+
+  it("a scope the command cannot use is a usage error, before any request", async () => {
+    const { run } = cli({ fetch: () => Promise.reject(new Error("no request expected")) });
+    const noStore = await run("coord", "snapshot", "--volume", "v");
+    expect(noStore).toMatchObject({ code: 2, err: "shiftlock: coord snapshot needs --store (see --help)\n" });
+    expect((await run("coord", "watch", "--volume", "v", "--store", "s", "--key", "k")).err).toContain(
+      "coord watch does not take --key",
+    );
+    expect((await run("coord", "lease", "--volume", "v")).err).toContain("coord lease needs --store or --key");
   });
 
   it("holds a lease until interrupted, then releases it", async () => {
@@ -194,6 +253,7 @@ describe("shiftlock coord", () => {
     const busy = await cli({ coordinator }).run("coord", "lease", ...scope, "--participant", "p2");
     expect(busy.code).toBe(1);
     expect(busy.err).toContain("lease_held");
+    expect(busy.err).toContain("held by participant shiftlock-cli");
     stop.abort();
     const res = await holding;
     expect(res.code).toBe(0);
@@ -207,23 +267,30 @@ describe("shiftlock coord", () => {
 });
 
 describe("shiftlock list commands", () => {
-  it("claims list follows every page (one line per claim) and filters by prefix, phase and owner", async () => {
-    const { run } = cli();
+  it("claims list follows every page (a table under a header) and filters by prefix, phase and owner", async () => {
+    const clock = new ManualClock(Date.parse("2030-01-01T00:00:00Z"));
+    const { run } = cli({ claims: new MemoryClaimsBackend({ clock }) });
     for (const [name, gen] of [
       ["b", "g1"],
       ["a", "g2"],
       ["ab", "g1"],
     ]) {
-      expect((await run("claims", "acquire", name!, "--generation", gen!)).code).toBe(0);
+      expect((await run("claims", "acquire", name!, "--generation", gen!, "--ttl", "1m")).code).toBe(0);
     }
+    const prepare = ["claims", "transfer", "prepare", "b", "--from", "g1", "--to", "g3", "--fencing-token", "1"];
+    expect((await run(...prepare, "--ttl", "1m")).code).toBe(0);
     const all = await run("claims", "list", "--limit", "1");
     expect(all.code).toBe(0);
-    expect(
-      all.out
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => l.split("\t")[0]),
-    ).toEqual(["a", "ab", "b"]);
+    // The expiry and a reserved claim's successor are columns.
+    expect(all.out).toBe(
+      [
+        "NAME  PHASE     OWNER  TOKEN  SUCCESSOR  EXPIRES",
+        "a     owned     g2     1      -          2030-01-01T00:01:00.000Z",
+        "ab    owned     g1     1      -          2030-01-01T00:01:00.000Z",
+        "b     reserved  g1     1      g3         2030-01-01T00:01:00.000Z",
+        "",
+      ].join("\n"),
+    );
     const mine = await run("claims", "list", "--owner", "g1", "--phase", "owned", "--prefix", "a", "--json");
     expect(
       mine.out
@@ -247,5 +314,43 @@ describe("shiftlock list commands", () => {
     expect(JSON.parse(scopes.out.trim())).toEqual({
       scope: expect.objectContaining({ volumeId: "v", objectStoreId: "s", key: "", generation: "1", held: false }),
     });
+  });
+});
+
+describe("shiftlock against an HTTP server", () => {
+  /** The CLI with the HTTP clients over `fetch` (no in-memory backends). */
+  function http(fetch: CliIo["fetch"] & object) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io: CliIo = { stdout: (t) => out.push(t), stderr: (t) => err.push(t), env: {}, fetch };
+    return async (...argv: string[]) => {
+      out.length = 0;
+      err.length = 0;
+      return { code: await main(argv, io), out: out.join(""), err: err.join("") };
+    };
+  }
+
+  it("an unreachable server names the URL and exits 3; a failing one exits 5", async () => {
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:8999"), { code: "ECONNREFUSED" });
+    const down = http(() => Promise.reject(new TypeError("fetch failed", { cause: refused })));
+    const res = await down("claims", "get", "c", "--url", "http://127.0.0.1:8999");
+    expect(res.code).toBe(3);
+    expect(res.err).toContain("cannot reach http://127.0.0.1:8999 (connect ECONNREFUSED 127.0.0.1:8999)");
+    const asJson = await down("claims", "get", "c", "--url", "http://127.0.0.1:8999", "--json");
+    expect(JSON.parse(asJson.err)).toMatchObject({ error: { network: true, url: "http://127.0.0.1:8999" } });
+
+    const body = JSON.stringify({ error: { code: "internal", message: "boom" } });
+    const failing = http(() => Promise.resolve(new Response(body, { status: 500 })));
+    const failed = await failing("claims", "get", "c");
+    expect(failed.code).toBe(5);
+    expect(failed.err).toContain("internal: the service failed");
+  });
+
+  it("a wrong route names the URL", async () => {
+    const body = JSON.stringify({ error: { code: "not_found", message: "no such route" } });
+    const other = http(() => Promise.resolve(new Response(body, { status: 404 })));
+    const res = await other("claims", "get", "c", "--url", "http://127.0.0.1:8999/elsewhere");
+    expect(res.code).toBe(1);
+    expect(res.err).toContain("no such route at http://127.0.0.1:8999/elsewhere");
   });
 });

@@ -38,6 +38,9 @@ describe("shiftlock … run (command line)", () => {
     expect((await run("claims", "get", "c", "--grace-ms", "1")).err).toContain(
       "--grace-ms is not an option of claims get",
     );
+    const both = await run("claims", "run", "c", "--generation", "g", "--wait", "1s", "--wait-ms", "1000", ...node(""));
+    expect(both).toMatchObject({ code: 2, err: "shiftlock: give --wait or --wait-ms, not both (see --help)\n" });
+    expect((await run("coord", "run", "--volume", "v", ...node(""))).err).toContain("coord run needs --store or --key");
   });
 
   it("returns the command's exit status and leaves the claim released", async () => {

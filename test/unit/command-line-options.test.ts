@@ -18,6 +18,7 @@ import { parseCommandLine } from "../../src/cli/args.ts";
 import {
   parseChoice,
   parseDecimal,
+  parseDuration,
   parseInteger,
   parseOptions,
   parseOrExit,
@@ -53,7 +54,11 @@ describe("parseOptions (the shared rule)", () => {
   });
 
   it("names the option in every refusal", () => {
-    expect(usageError(() => parseOptions(["--ttl-msx", "5"], table))).toBe("unknown option --ttl-msx");
+    expect(usageError(() => parseOptions(["--ttl-msx", "5"], table))).toBe(
+      "unknown option --ttl-msx (did you mean --ttl-ms?)",
+    );
+    expect(usageError(() => parseOptions(["--jsno"], table))).toBe("unknown option --jsno (did you mean --json?)");
+    expect(usageError(() => parseOptions(["--verbose"], table))).toBe("unknown option --verbose"); // nothing near
     expect(usageError(() => parseOptions(["-x"], table))).toBe("unknown option -x");
     expect(usageError(() => parseOptions(["--ttl-ms"], table))).toBe("--ttl-ms needs a value");
     expect(usageError(() => parseOptions(["--json=yes"], table))).toBe("--json takes no value");
@@ -78,6 +83,21 @@ describe("parseOptions (the shared rule)", () => {
     expect(usageError(() => parseInteger("--ttl-ms", "x", { unit: "milliseconds" }))).toBe(
       '--ttl-ms must be an integer ≥ 0 (milliseconds), got "x"',
     );
+    expect(parseDuration("--ttl", undefined)).toBeUndefined();
+    for (const [text, ms] of [
+      ["500ms", 500],
+      ["15s", 15_000],
+      ["2m", 120_000],
+      ["1h", 3_600_000],
+      ["1m30s", 90_000],
+      ["1.1s", 1_100],
+    ] as const) {
+      expect(parseDuration("--ttl", text)).toBe(ms);
+    }
+    expect(usageError(() => parseDuration("--ttl", "15"))).toBe("--ttl needs a unit (ms, s, m or h), e.g. 15s; got 15");
+    for (const bad of ["", "s", "15 s", "15sec", "-1s", "0.5ms", "1h2"]) {
+      expect(usageError(() => parseDuration("--ttl", bad))).toMatch(/^--ttl must be a duration such as 500ms, 15s/);
+    }
     expect(parseDecimal("--duration", "0.5")).toBe(0.5);
     expect(usageError(() => parseDecimal("--duration", "5s"))).toMatch(/^--duration must be a number/);
     expect(parseChoice("--server", "miniflare", ["wrangler-dev", "miniflare"])).toBe("miniflare");
@@ -106,7 +126,9 @@ describe("parseOptions (the shared rule)", () => {
       stderr.mockRestore();
       stdout.mockRestore();
     }
-    expect(written[0]).toMatch(/^fsync-trace: unknown option --cout\n\nusage: node bench\/fsync-trace.mjs/);
+    expect(written[0]).toMatch(
+      /^fsync-trace: unknown option --cout \(did you mean --count\?\)\n\nusage: node bench\/fsync-trace.mjs/,
+    );
     expect(written[1]).toBe(FSYNC_TRACE_USAGE);
   });
 });
@@ -114,7 +136,7 @@ describe("parseOptions (the shared rule)", () => {
 describe("shiftlock CLI options", () => {
   it("rejects a typo'd option before any command runs", () => {
     expect(usageError(() => parseCommandLine(["claims", "acquire", "c", "--generaton", "g"]))).toBe(
-      "unknown option --generaton",
+      "unknown option --generaton (did you mean --generation?)",
     );
     expect(usageError(() => parseCommandLine(["claims", "get", "c", "--json=1"]))).toBe("--json takes no value");
   });
@@ -163,7 +185,9 @@ describe("bench options", () => {
   });
 
   it("rejects typos, unknown phases and servers, and malformed numbers", () => {
-    expect(usageError(() => parseBenchArgs(["--duraton=5"]))).toBe("unknown option --duraton");
+    expect(usageError(() => parseBenchArgs(["--duraton=5"]))).toBe(
+      "unknown option --duraton (did you mean --duration?)",
+    );
     expect(usageError(() => parseBenchArgs(["--write-doc=true"]))).toBe("--write-doc takes no value");
     expect(usageError(() => parseBenchArgs(["--phases=claims,cord"]))).toMatch(/^--phases must be one of healthz,/);
     expect(usageError(() => parseBenchArgs(["--server=wrangler"]))).toMatch(/^--server must be one of/);
@@ -177,7 +201,9 @@ describe("bench options", () => {
     expect(parseFsyncTraceArgs([])).toEqual({ help: false, server: "npm-start", count: 100 });
     expect(parseFsyncTraceArgs(["--server=direct", "--count=5"])).toMatchObject({ server: "direct", count: 5 });
     expect(usageError(() => parseFsyncTraceArgs(["--count=0"]))).toMatch(/^--count must be an integer ≥ 1/);
-    expect(usageError(() => parseFsyncTraceArgs(["--sever=direct"]))).toBe("unknown option --sever");
+    expect(usageError(() => parseFsyncTraceArgs(["--sever=direct"]))).toBe(
+      "unknown option --sever (did you mean --server?)",
+    );
     expect(parsePeersArgs([])).toEqual({
       help: false,
       durationMs: 10_000,
@@ -232,7 +258,9 @@ describe("bench:profile options", () => {
     expect(usageError(() => parseProfileArgs(["--sampling-us=1"]))).toMatch(/^--sampling-us must be an integer/);
     expect(usageError(() => parseProfileArgs(["--clients=0"]))).toMatch(/^--clients must be an integer/);
     expect(usageError(() => parseProfileArgs(["--watchers=0"]))).toMatch(/^--watchers must be an integer/);
-    expect(usageError(() => parseProfileArgs(["--durration=5"]))).toBe("unknown option --durration");
+    expect(usageError(() => parseProfileArgs(["--durration=5"]))).toBe(
+      "unknown option --durration (did you mean --duration?)",
+    );
   });
 });
 
@@ -247,7 +275,7 @@ describe("demo options", () => {
   });
 
   it("rejects a typo'd option and a malformed count", () => {
-    expect(usageError(() => parseDemoArgs(["--claim", "8"]))).toBe("unknown option --claim");
+    expect(usageError(() => parseDemoArgs(["--claim", "8"]))).toBe("unknown option --claim (did you mean --claims?)");
     expect(usageError(() => parseDemoArgs(["--claims", "0"]))).toMatch(/^--claims must be an integer ≥ 1/);
     expect(usageError(() => parseDemoArgs(["--claims"]))).toBe("--claims needs a value");
   });
@@ -267,13 +295,13 @@ function node(args: string[]): Promise<{ code: number; stderr: string }> {
 describe("entry points exit 2 on a typo before starting", { timeout: 60_000 }, () => {
   it.each([
     ["bench/run.mjs", ["bench/run.mjs", "--duraton=5"], "bench: unknown option --duraton"],
-    ["bench/fsync-trace.mjs", ["bench/fsync-trace.mjs", "--cout=5"], "fsync-trace: unknown option --cout"],
-    ["bench/profile.mjs", ["bench/profile.mjs", "--tpo=5"], "profile: unknown option --tpo"],
     [
-      "demo/run.ts",
-      ["--import", "./src/cli/register-ts.mjs", "demo/run.ts", "--claim", "3"],
-      "demo: unknown option --claim",
+      "bench/fsync-trace.mjs",
+      ["bench/fsync-trace.mjs", "--cout=5"],
+      "fsync-trace: unknown option --cout (did you mean --count?)",
     ],
+    ["bench/profile.mjs", ["bench/profile.mjs", "--tpo=5"], "profile: unknown option --tpo (did you mean --top?)"],
+    ["demo/run.ts", ["--import", "tsx", "demo/run.ts", "--claim", "3"], "demo: unknown option --claim"],
   ])("%s", async (_name, args, message) => {
     const res = await node(args);
     expect(res.code).toBe(USAGE_EXIT_STATUS);

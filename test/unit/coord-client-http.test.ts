@@ -65,7 +65,7 @@ describe("HttpCoordinator requests", () => {
       body: { participantId: "p", ttlMs: 3_000 },
     });
     busy = true;
-    expect(await coord.tryAcquireWriteLease(scope)).toEqual({ acquired: false, lease: undefined });
+    expect(await coord.tryAcquireWriteLease(scope)).toEqual({ acquired: false, lease: undefined, holder: "" });
     expect(calls[1]!.body).toEqual({ participantId: "p", ttlMs: 15_000 });
     await res.lease?.release();
     expect(calls[2]).toMatchObject({ method: "DELETE", url: `${BASE}/leases/L1` });

@@ -51,7 +51,8 @@ describe("coord machine: grants", () => {
   it("refuses a try on a held scope with lease_held and one wantLock event, even for the holder", () => {
     const { steps } = run(emptyScopeState(STORE), [acquire("a", "1"), T0], [acquire("a", "2"), T0 + 1]);
     const step = last(steps);
-    expect(step.result).toEqual({ ok: false, refusal: { code: "lease_held" } });
+    // The refusal names the holding participant.
+    expect(step.result).toEqual({ ok: false, refusal: { code: "lease_held", details: { holder: "a" } } });
     expect(step.events).toEqual([expect.objectContaining({ processId: "a", wantLock: true, unlocked: false })]);
     expect(step.changed).toBe(false);
   });

@@ -57,6 +57,7 @@ describe("lease lifecycle", () => {
     const again = await post(`${scope.url}/leases`, { participantId: "a" });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe("lease_held");
+    expect(again.body.error.holder).toBe("a"); // names who holds it
     await del(`${scope.url}/leases/${res.body.lease.leaseId}`);
   });
 

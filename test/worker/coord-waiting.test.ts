@@ -67,6 +67,7 @@ describe("waiting", () => {
     const res = await b;
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe("lease_held");
+    expect(res.body.error.holder).toBe("a"); // still held by a when b's wait ran out
     await del(`${scope.url}/leases/${a.leaseId}`);
     // The released lease's alarm stays armed (alarms only move earlier); firing it finds
     // nothing due and arms nothing more.

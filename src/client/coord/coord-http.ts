@@ -7,7 +7,7 @@
  *   refusals reject with the server's `ShiftlockError` (same code). Scope and option checks
  *   run locally first with the server's own rules (scope-empty, bad names, ttl range, keyed
  *   snapshot/watch).
- * - `tryAcquireWriteLease`: `lease_held` becomes `{acquired: false}`.
+ * - `tryAcquireWriteLease`: `lease_held` becomes `{acquired: false, holder}`.
  * - `waitAcquireWriteLease`: the server queues the request first-come first-served. With
  *   `waitMs` it is one request (`lease_held` when it passes). Without it the client waits
  *   until `signal` aborts, re-queueing every `waitChunkMs` (default 60 s) and after network
@@ -38,6 +38,7 @@ import {
   checkAcquireOptions,
   checkScope,
   keyedUnsupported,
+  leaseHolderOf,
   scopeParams,
   scopeRoutes,
   type CheckedScope,
@@ -146,7 +147,7 @@ export class HttpCoordinator implements Coordinator {
       const grant = await this.postLease(checked, ttlMs, undefined, opts.signal);
       return { acquired: true, lease: this.lease(checked, grant, ttlMs, sentAtMs, false, opts) };
     } catch (err) {
-      if (hasCode(err, "lease_held")) return { acquired: false, lease: undefined };
+      if (hasCode(err, "lease_held")) return { acquired: false, lease: undefined, holder: leaseHolderOf(err.details) };
       throw err;
     }
   }

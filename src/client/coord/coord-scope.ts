@@ -76,6 +76,12 @@ export function keyedUnsupported(operation: string): ShiftlockError {
   return new ShiftlockError("unsupported", `coord: unsupported: ${operation} on a keyed scope`);
 }
 
+/** The participant a `lease_held` refusal names as holder (its `details.holder`), or `""`. */
+export function leaseHolderOf(details: Readonly<Record<string, unknown>> = {}): string {
+  const holder = details["holder"];
+  return typeof holder === "string" ? holder : "";
+}
+
 /**
  * Validate acquire options with the route's own schema (ttl 100 ms … 24 h, waitMs 0 … 24 h),
  * before any request or queueing; returns the effective ttl (default 15 s).

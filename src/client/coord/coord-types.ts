@@ -147,8 +147,12 @@ export interface WriteLease extends AsyncDisposable {
   release(opts?: CallOptions): Promise<void>;
 }
 
-/** Result of `tryAcquireWriteLease`: busy is a value, not an error. */
-export type TryAcquireResult = { acquired: true; lease: WriteLease } | { acquired: false; lease: undefined };
+/**
+ * Result of `tryAcquireWriteLease`: busy is a value, not an error. `holder` is the participant
+ * holding the lease when the server refused (`""` if it did not say).
+ */
+export type TryAcquireResult =
+  { acquired: true; lease: WriteLease } | { acquired: false; lease: undefined; holder: string };
 
 /** A live watch: iterate it for events; `close()` (or the signal) ends the iteration. */
 export interface CoordWatch extends AsyncIterable<CoordEvent> {

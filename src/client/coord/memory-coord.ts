@@ -34,12 +34,20 @@ import { decodeAnswer, encodeBody } from "../transport/route-codec.ts";
 import {
   decideScope,
   emptyScopeState,
+  leaseHeldDetails,
   nextDeadlineMs,
   type ScopeCommand,
   type ScopeResult,
   type ScopeState,
 } from "../../core/scope-machine.ts";
-import { checkAcquireOptions, checkScope, keyedUnsupported, scopeRoutes, type CheckedScope } from "./coord-scope.ts";
+import {
+  checkAcquireOptions,
+  checkScope,
+  keyedUnsupported,
+  leaseHolderOf,
+  scopeRoutes,
+  type CheckedScope,
+} from "./coord-scope.ts";
 import type {
   AcquireOptions,
   CallOptions,
@@ -138,7 +146,9 @@ export class MemoryCoordinator implements Coordinator {
       const entry = this.entry(checked);
       const leaseId = crypto.randomUUID();
       const result = this.apply(entry, acquire(checked, ttlMs, 0, leaseId, crypto.randomUUID()));
-      if (!result.ok && result.refusal.code === "lease_held") return { acquired: false, lease: undefined };
+      if (!result.ok && result.refusal.code === "lease_held") {
+        return { acquired: false, lease: undefined, holder: leaseHolderOf(result.refusal.details) };
+      }
       const { lease } = answer(scopeRoutes(checked).acquire, result);
       return { acquired: true, lease: this.lease(entry, checked, lease, ttlMs, this.clock.nowMs(), opts) };
     });
@@ -263,7 +273,9 @@ export class MemoryCoordinator implements Coordinator {
     for (const waiterId of step.timedOut) {
       const pending = entry.pending.get(waiterId);
       entry.pending.delete(waiterId);
-      pending?.reject(new ShiftlockError("lease_held", "write lease is held (waitMs passed)"));
+      pending?.reject(
+        new ShiftlockError("lease_held", "write lease is held (waitMs passed)", leaseHeldDetails(step.next)),
+      );
     }
     for (const event of step.events) {
       const decoded = overTheWire(event);
