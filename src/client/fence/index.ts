@@ -24,6 +24,13 @@ export type { SqliteExecutor } from "./sqlite-fence.ts";
 export { ensurePostgresFence, postgresFenceAccepted, postgresFenced } from "./postgres-fence.ts";
 export type { PostgresQueryable } from "./postgres-fence.ts";
 export { R2_FENCE_KEY_META, R2_FENCE_TOKEN_META, fencedPut } from "./r2-fence.ts";
-export type { FencedPutOptions, R2BucketLike, R2ObjectLike, R2PutOptionsLike, RereadableBody } from "./r2-fence.ts";
+export type {
+  FencedPutOptions,
+  R2BucketLike,
+  R2HttpMetadataLike,
+  R2ObjectLike,
+  R2PutOptionsLike,
+  RereadableBody,
+} from "./r2-fence.ts";
 export { fenceMiddleware, fenceRejectedResponse } from "./http-fence.ts";
 export type { FenceMiddlewareOptions, FenceVariables, RequestFence } from "./http-fence.ts";

@@ -39,15 +39,25 @@ export interface R2ObjectLike {
 
 /** Put options `fencedPut` passes through (a subset of `R2PutOptions`). */
 export interface R2PutOptionsLike {
-  onlyIf?: { etagMatches?: string; etagDoesNotMatch?: string };
-  customMetadata?: Record<string, string>;
-  httpMetadata?: unknown;
+  onlyIf: { etagMatches?: string; etagDoesNotMatch?: string };
+  customMetadata: Record<string, string>;
+  httpMetadata?: Headers | R2HttpMetadataLike;
+}
+
+/** The object's HTTP metadata (an `R2HTTPMetadata`). */
+export interface R2HttpMetadataLike {
+  contentType?: string;
+  contentLanguage?: string;
+  contentDisposition?: string;
+  contentEncoding?: string;
+  cacheControl?: string;
+  cacheExpiry?: Date;
 }
 
 /** What `fencedPut` needs of a bucket (an `R2Bucket` has it). */
 export interface R2BucketLike<O extends R2ObjectLike = R2ObjectLike> {
   head(key: string): Promise<O | null>;
-  put(key: string, value: RereadableBody, options?: R2PutOptionsLike): Promise<O | null>;
+  put(key: string, value: RereadableBody, options: R2PutOptionsLike): Promise<O | null>;
 }
 
 export interface FencedPutOptions {
@@ -56,7 +66,7 @@ export interface FencedPutOptions {
   /** Your own custom metadata, stored beside the fence's two entries. */
   customMetadata?: Record<string, string>;
   /** Passed to `put` as is (an `R2HTTPMetadata` or `Headers`). */
-  httpMetadata?: unknown;
+  httpMetadata?: Headers | R2HttpMetadataLike;
   /** Reads and conditional puts before giving up under contention (default 16). */
   attempts?: number;
 }
