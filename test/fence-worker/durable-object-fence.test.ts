@@ -24,18 +24,16 @@ describe("Fence (Durable Object)", () => {
 
   it("throws FenceRejected naming key, presented and accepted; a throwing write rolls the fence back", async () => {
     const key = uniqueKey("do-direct");
-    await runInDurableObject(ledger(key), (instance: FencedLedger, state) => {
+    await runInDurableObject(ledger(key), (object, state) => {
+      const instance = object as FencedLedger;
       const fence = new Fence(state.storage);
       fence.guard(key, 7n, () => undefined);
-      const refused = (() => {
-        try {
-          fence.guard(key, 6n, () =>
-            state.storage.sql.exec("INSERT INTO ledger (key, token, entry) VALUES ('k','6','x')"),
-          );
-        } catch (err) {
-          return err;
-        }
-      })();
+      let refused: unknown;
+      try {
+        fence.guard(key, 6n, () => state.storage.sql.exec("INSERT INTO ledger (key, token, entry) VALUES ('k','6','x')"));
+      } catch (err) {
+        refused = err;
+      }
       expect(refused).toBeInstanceOf(FenceRejected);
       expect(refused).toMatchObject({ key, presented: 6n, accepted: 7n, code: "fence_rejected" });
       expect(() =>
