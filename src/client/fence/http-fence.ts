@@ -20,7 +20,6 @@
  *   return c.body(null, 204);
  * });
  */
-import type { MiddlewareHandler } from "hono";
 import { FENCE_HEADER, parseFenceHeader } from "./fence-key.ts";
 import { FENCE_REJECTED_STATUS, FenceRejected, checkToken } from "./fence-rejected.ts";
 
@@ -30,10 +29,25 @@ export interface RequestFence {
   readonly token: bigint;
 }
 
-/** The Hono environment the middleware adds to: `c.get("fence")`. */
+/** The Hono environment the middleware adds to: `new Hono<FenceVariables>()`, then `c.get("fence")`. */
 export interface FenceVariables {
   Variables: { fence: RequestFence };
 }
+
+/**
+ * What the middleware uses of Hono's `Context` (declared here so that the package's types
+ * need no Hono installed; a `Context<FenceVariables>` is one).
+ */
+export interface FenceContext {
+  readonly req: { header(name: string): string | undefined };
+  set(key: "fence", value: RequestFence): void;
+  json(body: unknown, status: 400): Response;
+  readonly error: Error | undefined;
+  res: Response;
+}
+
+/** A Hono middleware (`MiddlewareHandler<FenceVariables>`), typed without Hono. */
+export type FenceMiddleware = (c: FenceContext, next: () => Promise<void>) => Promise<Response | undefined>;
 
 export interface FenceMiddlewareOptions {
   /** The highest token the resource has accepted for `key` (undefined: none yet). */
@@ -43,7 +57,7 @@ export interface FenceMiddlewareOptions {
 }
 
 /** The middleware; see the module doc for its answers. */
-export function fenceMiddleware(options: FenceMiddlewareOptions): MiddlewareHandler<FenceVariables> {
+export function fenceMiddleware(options: FenceMiddlewareOptions): FenceMiddleware {
   return async (c, next) => {
     const header = c.req.header(FENCE_HEADER);
     const fence = header === undefined ? undefined : parseFenceHeader(header);

@@ -33,4 +33,10 @@ export type {
   RereadableBody,
 } from "./r2-fence.ts";
 export { fenceMiddleware, fenceRejectedResponse } from "./http-fence.ts";
-export type { FenceMiddlewareOptions, FenceVariables, RequestFence } from "./http-fence.ts";
+export type {
+  FenceContext,
+  FenceMiddleware,
+  FenceMiddlewareOptions,
+  FenceVariables,
+  RequestFence,
+} from "./http-fence.ts";
