@@ -30,7 +30,9 @@ describe("Fence (Durable Object)", () => {
       fence.guard(key, 7n, () => undefined);
       let refused: unknown;
       try {
-        fence.guard(key, 6n, () => state.storage.sql.exec("INSERT INTO ledger (key, token, entry) VALUES ('k','6','x')"));
+        fence.guard(key, 6n, () =>
+          state.storage.sql.exec("INSERT INTO ledger (key, token, entry) VALUES ('k','6','x')"),
+        );
       } catch (err) {
         refused = err;
       }

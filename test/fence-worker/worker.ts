@@ -17,6 +17,7 @@ export interface FenceTestEnv {
   BUCKET: R2Bucket;
 }
 
+// example:start durable-object
 export class FencedLedger extends DurableObject<FenceTestEnv> {
   readonly fence = new Fence(this.ctx.storage);
 
@@ -30,6 +31,7 @@ export class FencedLedger extends DurableObject<FenceTestEnv> {
   /** Append under the fence; `{ok:false, accepted}` when refused. */
   append(key: string, token: string, entry: string): { ok: true } | { ok: false; accepted: string } {
     try {
+      // One transactionSync: compare, raise the fence, insert. A lower token inserts nothing.
       this.fence.guard(key, token, () => {
         this.ctx.storage.sql.exec("INSERT INTO ledger (key, token, entry) VALUES (?, ?, ?)", key, token, entry);
       });
@@ -47,6 +49,7 @@ export class FencedLedger extends DurableObject<FenceTestEnv> {
       .toArray();
   }
 }
+// example:end
 
 let d1Ready: Promise<void> | undefined;
 
@@ -81,10 +84,20 @@ export default {
       }
       if (kind === "d1") {
         await ensureD1Ledger(env.DB);
+        const { key, token, entry } = body;
+        // example:start d1
+        // The guard runs first in the batch; a lower token fails it, and D1 rolls the whole
+        // batch back: the INSERT below never runs.
         const insert = env.DB.prepare("INSERT INTO ledger (key, token, entry) VALUES (?, ?, ?)");
-        await fencedBatch(env.DB, body.key, body.token, [insert.bind(body.key, body.token, body.entry)]);
+        await fencedBatch(env.DB, key, token, [insert.bind(key, token, entry)]);
+        // example:end
       } else {
-        await fencedPut(env.BUCKET, body.object ?? body.key, body.entry, { fence: body });
+        const { key, token, entry } = body;
+        const objectKey = body.object ?? key;
+        // example:start r2
+        // Refused (FenceRejected) if this object was last written under a higher token of `key`.
+        await fencedPut(env.BUCKET, objectKey, entry, { fence: { key, token } });
+        // example:end
       }
       return Response.json({ ok: true });
     } catch (err) {

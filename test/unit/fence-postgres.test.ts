@@ -9,6 +9,7 @@ import {
   postgresFenceAccepted,
   postgresFenced,
 } from "../../src/client/fence/index.ts";
+import { postgresExample } from "../fence/doc-examples.ts";
 import { type PostgresServer, startPostgres } from "../fence/postgres-server.ts";
 
 let server: PostgresServer;
@@ -94,4 +95,27 @@ describe("postgresFenced (Postgres)", () => {
       await Promise.all(clients.map((c) => c.end()));
     }
   });
+
+  it("docs/fencing.md's Postgres example writes under the fence and refuses a lower token", async () => {
+    const pool = new pg.Pool({ connectionString: server.url, max: 2 });
+    try {
+      const lease = { fence: { key: "prod/claims/doc", token: 8n } };
+      // The example writes to `ledger`, whose rows here carry key and token too (nullable).
+      await postgresExample(pool, lease, "doc entry");
+      await expect(postgresExample(pool, { fence: { key: "prod/claims/doc", token: 7n } }, "stale")).rejects.toThrow(
+        FenceRejected,
+      );
+      expect(await ledgerEntries(null)).toEqual(["doc entry"]);
+    } finally {
+      await pool.end();
+    }
+  });
 });
+
+async function ledgerEntries(key: string | null): Promise<string[]> {
+  const { rows } = await admin.query<{ entry: string }>(
+    "SELECT entry FROM ledger WHERE key IS NOT DISTINCT FROM $1 ORDER BY seq",
+    [key],
+  );
+  return rows.map((r) => r.entry);
+}
