@@ -69,25 +69,6 @@ export default tseslint.config(
       "no-restricted-imports": ["error", { patterns: layerPatterns("../../", ["protocol", "core"]) }],
     },
   },
-  // shiftlock/fence is client code too, with one addition: its Hono middleware names Hono's
-  // types (a user of the middleware has Hono; nothing of Hono runs from the package).
-  {
-    files: ["src/client/fence/*.ts"],
-    rules: {
-      "no-restricted-imports": "off",
-      "@typescript-eslint/no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            ...layerPatterns("../../", ["protocol", "core"]).map((p) =>
-              p.regex.startsWith("^(?!\\.|zod$)") ? { ...p, regex: "^(?!\\.|zod$|hono$)" } : p,
-            ),
-            { regex: "^hono$", allowTypeImports: true, message: "the fence may import Hono's types only" },
-          ],
-        },
-      ],
-    },
-  },
   {
     files: ["src/protocol/*.ts", "src/core/*.ts"],
     rules: {
