@@ -1,6 +1,7 @@
-// One `vitest run` drives three projects:
+// One `vitest run` drives four projects:
 // - unit:   Node; pure machines, codecs, the client and the in-memory backends.
 // - worker: vitest-pool-workers (workerd); routes, Durable Objects, alarms, WebSockets.
+// - fence-worker: vitest-pool-workers; shiftlock/fence on a test Worker's DO, D1 and R2.
 // - e2e:    Node against the real server started the way README's `npm start` does.
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
@@ -48,6 +49,16 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
+          testTimeout: 15_000,
+        },
+      },
+      {
+        // The fence helpers against Miniflare's own Durable Objects, D1 and R2, through a
+        // Worker of their own (test/fence-worker/wrangler.toml), not the service's.
+        plugins: [cloudflareTest({ wrangler: { configPath: "./test/fence-worker/wrangler.toml" } })],
+        test: {
+          name: "fence-worker",
+          include: ["test/fence-worker/**/*.test.ts"],
           testTimeout: 15_000,
         },
       },

@@ -1,9 +1,10 @@
 /**
- * The demo's protected resource: a store that fences writes per claim with
- * {@link FencingValidator} (accept iff token ≥ the highest seen) and keeps a log of every
- * attempt, accepted or not, for the timeline and the invariant checks.
+ * The demo's protected resource: a store that writes through a fence (shiftlock/fence's
+ * {@link MemoryFence}, keyed by the claim's fence key `{ns}/claims/{name}`: a write with a
+ * token below the highest accepted is refused) and keeps a log of every attempt, accepted
+ * or not, for the timeline and the invariant checks.
  */
-import { FencingValidator } from "../src/client/index.ts";
+import { FenceRejected, MemoryFence, claimFenceKey } from "../src/client/fence/index.ts";
 
 export interface WriteAttempt {
   /** ms since the demo started (local clock). */
@@ -17,18 +18,32 @@ export interface WriteAttempt {
 }
 
 export class FencedResource {
-  private readonly fences = new Map<string, FencingValidator>();
+  private readonly fence = new MemoryFence();
   readonly log: WriteAttempt[] = [];
 
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly now: () => number,
+    private readonly namespace: string,
+  ) {}
 
   /** One write: accepted iff `token` is not older than the newest token this claim has seen. */
   write(claim: string, generation: string, token: bigint, stale = false): boolean {
-    let fence = this.fences.get(claim);
-    if (fence === undefined) this.fences.set(claim, (fence = new FencingValidator()));
-    const accepted = fence.accept(token);
-    this.log.push({ atMs: this.now(), claim, generation, token, accepted, ...(stale ? { stale } : {}) });
-    return accepted;
+    const attempt = (accepted: boolean): WriteAttempt => ({
+      atMs: this.now(),
+      claim,
+      generation,
+      token,
+      accepted,
+      ...(stale ? { stale } : {}),
+    });
+    try {
+      this.fence.guard(claimFenceKey(this.namespace, claim), token, () => this.log.push(attempt(true)));
+      return true;
+    } catch (err) {
+      if (!(err instanceof FenceRejected)) throw err;
+      this.log.push(attempt(false));
+      return false;
+    }
   }
 
   /**

@@ -88,7 +88,7 @@ async function main(): Promise<number> {
   // Two clients, as two deployments would have.
   const backendA = new HttpClaimsBackend(conn);
   const backendB = new HttpClaimsBackend(conn);
-  const resource = new FencedResource(now);
+  const resource = new FencedResource(now, namespace);
   const marks: Mark[] = [];
   const claims = Array.from({ length: N }, (_, i) => `shard-${i}`);
 

@@ -174,6 +174,7 @@ function startLease(
   };
   const lease: Lease = new Lease(
     {
+      namespace: o.backend.namespace,
       claimName: o.claimName,
       generationId: o.generationId,
       token,

@@ -40,7 +40,7 @@ claims
   claims transfer abort <claim> --from G --to G2 --expected-token T
   claims run <claim> --generation G [--ttl ${TTL}] [--wait D] [--grace ${GRACE}] -- <command…>
                                      hold the claim while the command runs (env SHIFTLOCK_CLAIM,
-                                     SHIFTLOCK_FENCING_TOKEN, SHIFTLOCK_GENERATION)
+                                     SHIFTLOCK_FENCING_TOKEN, SHIFTLOCK_GENERATION, SHIFTLOCK_FENCE_KEY)
   (every mutation also takes --operation-id ID: a retry with the same id is applied once)
 
 generations
@@ -58,7 +58,7 @@ coord (scope: --volume V [--store S] [--key K] [--participant P])
   coord publish [--root JSON] [--generation N] [--expected-generation N] [--key-prefix BASE64] [--wait D]
   coord run [--ttl ${TTL}] [--wait D] [--grace ${GRACE}] -- <command…>
                                      hold the write lease while the command runs (env
-                                     SHIFTLOCK_LEASE_EPOCH, SHIFTLOCK_LEASE_ID)
+                                     SHIFTLOCK_LEASE_EPOCH, SHIFTLOCK_LEASE_ID, SHIFTLOCK_FENCE_KEY)
 
 global flags
   --url URL          SHIFTLOCK_URL        (default ${DEFAULT_URL})

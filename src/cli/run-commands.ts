@@ -5,7 +5,8 @@
  * Guarantees (statuses are documented in docs/cli.md):
  * - The command starts only once the lease is held, with `SHIFTLOCK_CLAIM`,
  *   `SHIFTLOCK_FENCING_TOKEN`, `SHIFTLOCK_GENERATION` (claims) or `SHIFTLOCK_LEASE_EPOCH`,
- *   `SHIFTLOCK_LEASE_ID` (coord) added to the inherited environment.
+ *   `SHIFTLOCK_LEASE_ID` (coord), and `SHIFTLOCK_FENCE_KEY` (both: the lease's fence key,
+ *   docs/fencing.md) added to the inherited environment.
  * - The lease is renewed every ttl/3 while the command runs and released only after the
  *   command ended — never while it may still be writing. When the command ends, the status
  *   is its own (signal → 128 + n).
@@ -62,6 +63,7 @@ export async function claimsRun(ctx: CommandContext): Promise<number> {
       env: {
         SHIFTLOCK_CLAIM: claimName,
         SHIFTLOCK_FENCING_TOKEN: lease.token.toString(10),
+        SHIFTLOCK_FENCE_KEY: lease.fence.key,
         SHIFTLOCK_GENERATION: generationId,
       },
       signal: lease.signal,
@@ -85,7 +87,11 @@ export async function coordRun(ctx: CommandContext, scope: Scope): Promise<numbe
   return runHolding(ctx, command, graceMs, async (signal) => {
     const lease = await acquireWriteLease(coordinator, scope, { ttlMs, waitMs, signal });
     return {
-      env: { SHIFTLOCK_LEASE_EPOCH: lease.epoch.toString(10), SHIFTLOCK_LEASE_ID: lease.leaseId },
+      env: {
+        SHIFTLOCK_LEASE_EPOCH: lease.epoch.toString(10),
+        SHIFTLOCK_LEASE_ID: lease.leaseId,
+        SHIFTLOCK_FENCE_KEY: lease.fence.key,
+      },
       signal: lease.signal,
       release: () => lease.release(),
     };

@@ -4,7 +4,8 @@
 // - only shiftlock and its dependencies (zod, ws) are installed: no hono, no TypeScript;
 // - a plain Node ESM program acquires, watches (sees `acquired` and `released`) and
 //   releases a claim against the e2e server;
-// - a TypeScript program type-checks against the shipped .d.ts with moduleResolution
+// - a plain Node program writes once through `shiftlock/fence` and is refused once;
+// - a TypeScript program (shiftlock/client and shiftlock/fence) type-checks against the shipped .d.ts with moduleResolution
 //   `bundler` and `node16` (the repository's tsc, by path; skipLibCheck off);
 // - esbuild bundles the client for browsers from node_modules, and that bundle takes,
 //   watches and releases a claim in headless Chromium from another origin;
@@ -94,8 +95,26 @@ try {
 }
 `;
 
+/** One fenced write and one refusal through `shiftlock/fence`, as a plain Node program. */
+const FENCE_PROGRAM = `
+import { FenceRejected, MemoryFence, claimFenceKey } from "shiftlock/fence";
+
+const fence = new MemoryFence();
+const key = claimFenceKey("prod", "ledger");
+const ledger = [];
+fence.guard(key, 2n, () => ledger.push("owner 2"));
+let refused;
+try {
+  fence.guard(key, "1", () => ledger.push("stale owner 1"));
+} catch (err) {
+  refused = err instanceof FenceRejected ? err.toJSON().error : err;
+}
+console.log(JSON.stringify({ ledger, refused }));
+`;
+
 const TS_PROGRAM = `
 import { GenerationSession, MemoryClaimsBackend, ShiftlockError, hasCode, type ClaimRecord } from "shiftlock/client";
+import { FenceRejected, Fence, MemoryFence, fencedBatch, fencedPut, postgresFenced, sqliteFenced, type FenceCredential } from "shiftlock/fence";
 
 const backend = new MemoryClaimsBackend();
 const record: ClaimRecord = await backend.acquireClaim({ claimName: "a", generationId: "g", ttlMs: 1000 });
@@ -105,6 +124,13 @@ const wrong: string = record.fencingToken;
 const session: Promise<GenerationSession> = GenerationSession.open({ service: "s", instanceId: "i", backend });
 const err: unknown = new ShiftlockError("claim_held", "held");
 if (hasCode(err, "claim_held")) console.log(err.code, token, wrong, session);
+const lease = await (await session).claim("a").tryAcquire();
+const credential: FenceCredential = lease.fence;
+const written: number = new MemoryFence().guard(credential.key, credential.token, () => 1);
+// @ts-expect-error a fence token is a bigint or a decimal string, not a number
+new MemoryFence().guard(credential.key, 1, () => 1);
+const refusal: FenceRejected | undefined = undefined;
+console.log(written, refusal, Fence, fencedBatch, fencedPut, postgresFenced, sqliteFenced);
 `;
 
 /** Compiler options of a consumer: `lib` DOM for fetch/WebSocket (as a browser or Node app has), ESNext.Disposable for `await using`. */
@@ -154,6 +180,8 @@ describe("the packed tarball", { timeout: 120_000 }, () => {
     const files = stdout.trim().split("\n");
     expect(files).toContain("package/lib/client/index.js");
     expect(files).toContain("package/lib/client/index.d.ts");
+    expect(files).toContain("package/lib/client/fence/index.js");
+    expect(files).toContain("package/lib/client/fence/index.d.ts");
     expect(files).toContain("package/lib/cli/main.js");
     expect(files).toContain("package/lib/testing/index.js");
     expect(files).toContain("package/lib/testing/index.d.ts");
@@ -189,6 +217,21 @@ describe("the installed package", { timeout: 240_000 }, () => {
       snapshot: "snapshot",
       fencingToken: "1",
       events: ["acquired", "released"],
+    });
+  });
+
+  it("runs one fenced write and one refusal through shiftlock/fence", async () => {
+    writeFileSync(join(consumer, "fenced-write.mjs"), FENCE_PROGRAM);
+    const ran = await runOk(process.execPath, ["fenced-write.mjs"], consumer);
+    expect(JSON.parse(ran.stdout)).toEqual({
+      ledger: ["owner 2"],
+      refused: {
+        code: "fence_rejected",
+        message: 'fence "prod/claims/ledger" refused token 1: it has accepted 2',
+        key: "prod/claims/ledger",
+        presented: "1",
+        accepted: "2",
+      },
     });
   });
 

@@ -7,13 +7,13 @@ import { MemoryCoordinator } from "../../src/client/coord/memory-coord.ts";
 
 function cli() {
   const err: string[] = [];
-  const claims = new MemoryClaimsBackend();
+  const claims = new MemoryClaimsBackend({ namespace: "prod" });
   const io: CliIo = {
     stdout: () => undefined,
     stderr: (t) => err.push(t),
     env: { ...process.env },
     claims,
-    coordinator: new MemoryCoordinator(),
+    coordinator: new MemoryCoordinator({ namespace: "prod" }),
   };
   const run = async (...argv: string[]) => {
     err.length = 0;
@@ -51,7 +51,9 @@ describe("shiftlock … run (command line)", () => {
       "c",
       "--generation",
       "g",
-      ...node("process.exit(process.env.SHIFTLOCK_FENCING_TOKEN === '1' ? 9 : 1)"),
+      ...node(
+        "const e = process.env; process.exit(e.SHIFTLOCK_FENCING_TOKEN === '1' && e.SHIFTLOCK_FENCE_KEY === 'prod/claims/c' ? 9 : 1)",
+      ),
     );
     expect(status.code).toBe(9);
     expect(await claims.getClaim("c")).toMatchObject({ phase: "unowned", reason: "released" });
@@ -65,9 +67,10 @@ describe("shiftlock … run (command line)", () => {
     expect(held.err).toContain("claim_held");
   });
 
-  it("coord run passes the epoch and returns the status", async () => {
+  it("coord run passes the epoch and the fence key, and returns the status", async () => {
     const { run } = cli();
-    const script = "process.exit(process.env.SHIFTLOCK_LEASE_EPOCH === '1' ? 6 : 1)";
+    const script =
+      "const e = process.env; process.exit(e.SHIFTLOCK_LEASE_EPOCH === '1' && e.SHIFTLOCK_FENCE_KEY === 'prod/scopes/v/s/' ? 6 : 1)";
     expect((await run("coord", "run", "--volume", "v", "--store", "s", ...node(script))).code).toBe(6);
   });
 });

@@ -70,6 +70,7 @@ function setup(opts: { keyed?: boolean; onWantLock?: () => void; releaseTimeoutM
     participantId: "p",
   });
   const lease = new HeldWriteLease({
+    namespace: "ns",
     scope,
     grant: { leaseId: "L", epoch: 7n, participantId: "p", expiresAtMs: START + TTL },
     ttlMs: TTL,

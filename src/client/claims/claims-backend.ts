@@ -150,6 +150,8 @@ export interface ClaimWatch extends AsyncIterable<ClaimWatchItem> {
 }
 
 export interface ClaimsBackend {
+  /** The namespace this backend's claims live in (fence keys carry it: `{ns}/claims/{name}`). */
+  readonly namespace: string;
   registerGeneration(req: RegisterGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
   acquireClaim(req: AcquireRequest, opts?: CallOptions): Promise<ClaimRecord>;
   renewClaim(req: RenewRequest, opts?: CallOptions): Promise<ClaimRecord>;

@@ -69,6 +69,7 @@ export interface HttpClaimsBackendOptions extends HttpTransportOptions, WatchCon
 type Mutation = (typeof CLAIM_MUTATIONS)[keyof typeof CLAIM_MUTATIONS];
 
 export class HttpClaimsBackend implements ClaimsBackend {
+  readonly namespace: string;
   private readonly transport: HttpTransport;
   private readonly options: HttpClaimsBackendOptions;
   private readonly clock: Clock;
@@ -78,6 +79,7 @@ export class HttpClaimsBackend implements ClaimsBackend {
   constructor(options: HttpClaimsBackendOptions) {
     checkPathParams(watchClaim, { ns: options.namespace });
     this.options = options;
+    this.namespace = options.namespace;
     this.transport = new HttpTransport(options);
     this.clock = options.clock ?? systemClock;
   }

@@ -72,6 +72,8 @@ import { MemoryClaimSlot } from "./memory-claim-slot.ts";
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */
   clock?: Clock;
+  /** The namespace the backend stands for; only fence keys show it. Default `"memory"`. */
+  namespace?: string;
 }
 
 /** Route paths below the claim, as operation fingerprints name them (`acquire`, `transfer/prepare`, …). */
@@ -95,6 +97,7 @@ export function forceSetToken(backend: MemoryClaimsBackend, claimName: string, t
 }
 
 export class MemoryClaimsBackend implements ClaimsBackend {
+  readonly namespace: string;
   private readonly clock: Clock;
   private readonly claims = new Map<string, MemoryClaimSlot>();
   private readonly timers = new Map<string, { deadline: number; controller: AbortController }>();
@@ -103,6 +106,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   constructor(options: MemoryClaimsBackendOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.namespace = options.namespace ?? "memory";
   }
 
   private slot(name: string): MemoryClaimSlot {

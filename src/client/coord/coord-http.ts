@@ -252,6 +252,7 @@ export class HttpCoordinator implements Coordinator {
       release: (signal) => this.transport.call(routes.release, { params }, signal),
     };
     return new HeldWriteLease({
+      namespace: this.options.namespace,
       scope,
       grant,
       ttlMs,

@@ -14,6 +14,7 @@
  */
 import type { ScopeSummary } from "../../protocol/listing.ts";
 import type { PageOptions } from "../listing.ts";
+import type { FenceCredential } from "../fence/fence-key.ts";
 
 /**
  * What a coordination call is about. Identity is (volumeId, objectStoreId, key);
@@ -129,6 +130,11 @@ export interface WriteLease extends AsyncDisposable {
   readonly leaseId: string;
   /** Fencing token: per scope, +1 on every grant, never reused. Pass it to the storage you protect. */
   readonly epoch: bigint;
+  /**
+   * The fence to write under (shiftlock/fence): key `{ns}/scopes/{volumeId}/{objectStoreId}/{key}`
+   * (parts percent-encoded), token `epoch`, and the `Shiftlock-Fence` header value.
+   */
+  readonly fence: FenceCredential;
   /** Server-clock expiry as last confirmed by the server (informational; loss is judged locally, earlier). */
   readonly expiresAtMs: number;
   /** Whether the last keepalive reported a waiting participant. */

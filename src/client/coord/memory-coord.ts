@@ -76,6 +76,8 @@ export interface MemoryCoordinatorOptions extends LeaseTimingOptions {
   clock?: Clock;
   /** Publishes retained per scope for watch replay (default 256, as the service). */
   historyLimit?: number;
+  /** The namespace the coordinator stands for; only fence keys show it. Default `"memory"`. */
+  namespace?: string;
 }
 
 /** The largest alarm delay timers accept (2^31−1 ms); a longer wait simply re-arms. */
@@ -99,9 +101,11 @@ export class MemoryCoordinator implements Coordinator {
   private readonly historyLimit: number;
   private readonly timing: LeaseTimingOptions;
   private readonly scopes = new Map<string, ScopeEntry>();
+  private readonly namespace: string;
 
   constructor(options: MemoryCoordinatorOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.namespace = options.namespace ?? "memory";
     this.historyLimit = options.historyLimit ?? HISTORY_RETAINED;
     this.timing = { safetyMarginMs: options.safetyMarginMs, releaseTimeoutMs: options.releaseTimeoutMs };
   }
@@ -330,6 +334,7 @@ export class MemoryCoordinator implements Coordinator {
       release: () => attempt(() => answer(routes.release, this.apply(entry, { kind: "release", leaseId }))),
     };
     return new HeldWriteLease({
+      namespace: this.namespace,
       scope,
       grant,
       ttlMs,

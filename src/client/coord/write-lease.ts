@@ -14,13 +14,15 @@
  *   5 s) and is idempotent: every call returns the first call's promise. After a loss it
  *   resolves at once.
  *
- * Does not: fence your storage. Pass `epoch` to whatever you write and have it refuse
+ * Does not: fence your storage. Write under `fence` (key `{ns}/scopes/{volumeId}/
+ * {objectStoreId}/{key}`, token `epoch`) through shiftlock/fence, so the store refuses
  * smaller epochs; a lease alone cannot stop a paused process from writing late.
  */
 import { type Clock, sleepLinked } from "../../core/clock.ts";
 import type { CoordLease } from "../../protocol/coord.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import { LeaseDeadline, defaultRenewIntervalMs, defaultSafetyMarginMs, keepAlive } from "../lease-timing.ts";
+import { type FenceCredential, fenceCredential, scopeFenceKey } from "../fence/fence-key.ts";
 import { Backoff } from "../transport/backoff.ts";
 import { keyedUnsupported } from "./coord-scope.ts";
 import type { CheckedScope } from "./coord-scope.ts";
@@ -48,6 +50,8 @@ export interface LeaseTimingOptions {
 }
 
 export interface WriteLeaseInit extends LeaseTimingOptions {
+  /** The coordinator's namespace (for the fence key). */
+  namespace: string;
   scope: CheckedScope;
   grant: LeaseGrant;
   ttlMs: number;
@@ -71,6 +75,7 @@ export class HeldWriteLease implements WriteLease {
   readonly scope: Readonly<{ volumeId: string; objectStoreId: string; key: string; participantId: string }>;
   readonly leaseId: string;
   readonly epoch: bigint;
+  readonly fence: FenceCredential;
   readonly done: Promise<void>;
 
   private state: State = "held";
@@ -103,6 +108,10 @@ export class HeldWriteLease implements WriteLease {
     this.keyed = scope.keyed;
     this.leaseId = grant.leaseId;
     this.epoch = grant.epoch;
+    this.fence = fenceCredential(
+      scopeFenceKey(init.namespace, scope.volumeId, scope.objectStoreId, scope.key),
+      grant.epoch,
+    );
     this.serverExpiresAtMs = grant.expiresAtMs;
     this.releaseTimeoutMs = init.releaseTimeoutMs ?? DEFAULT_RELEASE_TIMEOUT_MS;
     const marginMs = init.safetyMarginMs ?? defaultSafetyMarginMs(init.ttlMs);

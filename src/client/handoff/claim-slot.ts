@@ -270,6 +270,7 @@ export class ClaimSlot {
     let control!: LeaseControl;
     const lease: Lease = new Lease(
       {
+        namespace: cfg.backend.namespace,
         claimName: this.name,
         generationId: cfg.generationId,
         token,

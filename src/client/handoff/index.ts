@@ -10,4 +10,3 @@ export { Lease } from "./lease.ts";
 export { DrainGroup } from "./drain-group.ts";
 export { Handoff, type HandoffStatus, type HandoffResult, type HandedOffClaim, type StepOptions } from "./handoff.ts";
 export type { LeaseEndReason, RuntimeEvent, RuntimeEventMap, RuntimeEventType, RuntimeListener } from "./events.ts";
-export { FencingValidator } from "./fencing-validator.ts";

@@ -15,11 +15,12 @@
  *   not run slower than the server's by more than the safety margin over one TTL (the rule
  *   is src/client/lease-timing.ts).
  *
- * Does not: stop your code. Check `signal` (or `held`) before each protected step, and pass
- * `token` to the resource so it can fence out writes from an older owner.
+ * Does not: stop your code. Check `signal` (or `held`) before each protected step, and write
+ * under `fence` (shiftlock/fence) so the resource refuses writes from an older owner.
  */
 import { formatCounter } from "../../protocol/counter.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
+import { type FenceCredential, claimFenceKey, fenceCredential } from "../fence/fence-key.ts";
 import type { LeaseDeadline } from "../lease-timing.ts";
 import type { LeaseEndReason } from "./events.ts";
 
@@ -34,6 +35,8 @@ export interface LeaseControl {
 }
 
 export interface LeaseInit {
+  /** The backend's namespace (for the fence key). */
+  namespace: string;
   claimName: string;
   generationId: string;
   token: bigint;
@@ -47,6 +50,11 @@ export class Lease implements AsyncDisposable {
   readonly generationId: string;
   /** Fencing token of this ownership epoch. */
   readonly token: bigint;
+  /**
+   * The fence to write under (shiftlock/fence): key `{ns}/claims/{name}` (parts
+   * percent-encoded), this lease's `token`, and the `Shiftlock-Fence` header value.
+   */
+  readonly fence: FenceCredential;
   readonly #controller = new AbortController();
   readonly #deadline: LeaseDeadline;
   readonly #release: () => Promise<void>;
@@ -58,6 +66,7 @@ export class Lease implements AsyncDisposable {
     this.claimName = init.claimName;
     this.generationId = init.generationId;
     this.token = init.token;
+    this.fence = fenceCredential(claimFenceKey(init.namespace, init.claimName), init.token);
     this.#deadline = init.deadline;
     this.#release = init.release;
     bind({
