@@ -91,6 +91,24 @@ async function phase(/** @type {string} */ name, /** @type {() => Promise<void>}
 /** @typedef {{ status: number, body: { claim: { fencingToken: string } } }} OpResult */
 
 /**
+ * Wait until no object has done anything for `forMs` (no meter line), at most `maxMs`: the
+ * deliveries, safety alarms and forwards a phase caused have run.
+ */
+async function quiet(forMs = 2_500, maxMs = 120_000) {
+  const until = Date.now() + maxMs;
+  let seen = lines.length;
+  let since = Date.now();
+  while (Date.now() < until) {
+    await sleep(250);
+    if (lines.length !== seen) {
+      seen = lines.length;
+      since = Date.now();
+    } else if (Date.now() - since >= forMs) return;
+  }
+  throw new Error("the server never went quiet");
+}
+
+/**
  * Run `ops` through the batch route, 128 at a time, `parallel` batches at once.
  * @returns {Promise<OpResult[]>}
  */
@@ -156,8 +174,8 @@ await phase("setup", async () => {
     watchers.push(ws);
   }
 });
-// Let the setup's deliveries and forwards settle, so steady counts renewals alone.
-await sleep(3_000);
+// Let the setup's deliveries, queued waiters and forwards settle, so steady counts renewals alone.
+await quiet();
 
 await phase("steady", async () => {
   // Renew every claim at ttl/3 and keep every lease alive at ttl/3, spread evenly.
@@ -210,6 +228,8 @@ await phase("handoff", async () => {
   if (committed.some((r) => r.status !== 200)) throw new Error("commit failed");
   committed.forEach((r, i) => tokens.set(/** @type {string} */ (steadyNames[i]), r.body.claim.fencingToken));
   handoffS = (Date.now() - started) / 1000;
+  // The phase includes the deliveries and forwards the hand-over caused.
+  await quiet();
 });
 
 // Release everything, end every lease and wait, close every watcher; wait until the listing caught up.
@@ -238,7 +258,8 @@ for (const [list, query] of [
 ]) {
   await call("GET", `${base}/${list}?limit=100&${query}`);
 }
-await sleep(3_000); // the last alarms (deliveries' safety nets, shard forwards) run before idle starts
+// The last alarms (deliveries' safety nets, shard forwards) run before idle starts.
+await quiet();
 
 await phase("idle", async () => {
   await sleep(idleS * 1000);
@@ -305,10 +326,10 @@ function project(/** @type {number} */ n, /** @type {number} */ shardsProjected)
   const handoffP = projectPhase(handoff, {
     ...common,
     seconds: secondsOf("handoff"),
-    opsPerS: claims / handoffS,
+    opsPerS: claims / secondsOf("handoff"),
     opsPerSProjected: n / 60,
     // A claim sees its prepare and commit within the hand-over, wherever it takes 60 s or 2.
-    perObjectFactor: handoffS / 60,
+    perObjectFactor: secondsOf("handoff") / 60,
   });
   const idleP = projectPhase(idle, {
     ...common,
