@@ -2,7 +2,7 @@
 // What keeps the listing cheap at scale (docs/listing.md, docs/scale.md): renewals and
 // keepalives deliver nothing, every page reads at most `limit + 1` rows whatever the filter,
 // stats read tallies, queued waiters reach the listing, and nothing stays armed once idle.
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ClaimObject } from "../../src/claims/claim-object.ts";
@@ -12,6 +12,7 @@ import type { NamespaceIndex } from "../../src/listing/index-object.ts";
 import { READ, claimStub, claimUrl, get, post, unique } from "./claims-helpers.ts";
 import { del, scopeStub, uniqueScope } from "./coord-helpers.ts";
 import { armedShards, settleListing } from "./listing-helpers.ts";
+import { restartObject } from "./object-helpers.ts";
 
 const TTL_MS = 60_000;
 
@@ -39,6 +40,12 @@ describe("what reaches the listing", () => {
     }
     expect((await post(claimUrl(ns, "r", "/acquire"), { generationId: "g1", ttlMs: TTL_MS })).status).toBe(200);
     expect(await outboxSeq(claimStub(ns, "r"))).toBe(seq);
+    expect(await armedShards(ns)).toEqual([]);
+    // A restarted instance (a deploy, an eviction) re-sends nothing its shard acknowledged.
+    await restartObject(claimStub(ns, "r"));
+    const renewed = await post(claimUrl(ns, "r", "/renew"), { generationId: "g1", token: "1", ttlMs: TTL_MS });
+    expect(renewed.status).toBe(200);
+    await runInDurableObject(claimStub(ns, "r"), (o: ClaimObject) => o.flushIndex());
     expect(await armedShards(ns)).toEqual([]);
     // The listing keeps the acquire's deadline (it may trail renewals); a GET is exact.
     const listed = (await get(`http://x/v1/ns/${ns}/claims`, READ)).body.claims[0];
@@ -185,11 +192,10 @@ describe("idle costs nothing", () => {
     expect((await post(claimUrl(ns, "i", "/acquire"), { generationId: "g1", ttlMs: TTL_MS })).status).toBe(200);
     expect((await post(claimUrl(ns, "i", "/release"), { generationId: "g1", token: "1" })).status).toBe(200);
     await settleListing(ns, [claimStub(ns, "i")]);
-    // The claim's one alarm (its delivery's safety net) finds nothing due and re-arms nothing.
-    await runInDurableObject(claimStub(ns, "i"), async (o: ClaimObject, state) => {
-      await o.alarm();
-      expect(await state.storage.getAlarm()).toBeNull();
-    });
+    // The claim's one alarm (its delivery's safety net, or its old deadline) finds nothing due
+    // and re-arms nothing (it may have fired already: then nothing is armed either).
+    await runDurableObjectAlarm(claimStub(ns, "i"));
+    expect(await runInDurableObject(claimStub(ns, "i"), (_o, state) => state.storage.getAlarm())).toBeNull();
     expect(await armedShards(ns)).toEqual([]);
     expect(await runInDurableObject(indexStub(ns), (_o, state) => state.storage.getAlarm())).toBeNull();
   });
