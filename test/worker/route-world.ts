@@ -12,6 +12,7 @@ import type { ShiftlockObject } from "../../src/durable/object-base.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames } from "../../src/protocol/route.ts";
+import { settleListing } from "./listing-helpers.ts";
 
 /** The token that sets the world up and reads it back (all namespaces, write role). */
 export const SETUP_TOKEN = "test-write-all";
@@ -142,20 +143,19 @@ export async function seedWorld(prefix: string): Promise<World> {
 /**
  * Let the world's background work finish now, so that it cannot move the state of the
  * objects a route addresses between a test's before and after snapshots: only the request
- * under test may. Runs every alarm due soon — a generation arms one 1 s after every change,
- * as the safety net of its index delivery (docs/listing.md), so any accepted request leaves
- * one behind — and, for a listing route, delivers every object's pending index entry and
- * counters (the index is what such a route addresses). An alarm handler recomputes from the
- * saved state, so running it early changes nothing but the alarm (it re-arms for what is
- * really due).
+ * under test may. Every object's index delivery runs to its end (otherwise it writes its
+ * delivered mark in the background, between the snapshots); for a listing route the shards
+ * also forward to the index (what such a route addresses). Then every alarm due soon runs —
+ * an object without a deadline arms one 1 s after a change, as the safety net of its index
+ * delivery (docs/listing.md). An alarm handler recomputes from the saved state, so running
+ * it early changes nothing but the alarm (it re-arms for what is really due).
  */
 export async function settleWorld(w: World, route?: RouteSpec): Promise<void> {
   const stubs = worldStubs(w, route);
-  if (route?.tag === "listing") {
-    for (const stub of worldStubs(w)) {
-      await runInDurableObject(stub, (instance) => (instance as ShiftlockObject).outbox.flush());
-    }
-  }
+  // Every object's delivery ends now rather than in the background (where it would write its
+  // delivered mark between the snapshots); a listing route also has the shards forward.
+  if (route?.tag === "listing") await settleListing(w.ns, worldStubs(w));
+  else for (const stub of worldStubs(w)) await runInDurableObject(stub, (o) => (o as ShiftlockObject).flushIndex());
   for (const stub of stubs) {
     // Only alarms due within a test's span: not the expiries of the world's hour-long claim
     // and leases (and running an alarm costs far more than reading when it is due).
