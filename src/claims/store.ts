@@ -13,12 +13,12 @@
  * - Counters are stored as decimal TEXT (tokens reach 2^64−2, beyond SQLite's INTEGER and
  *   JavaScript's exact numbers). Events are keyed by version, also TEXT, zero-padded to 20
  *   digits so that SQLite's text order is numeric order.
- * - At least the newest {@link EVENT_RETENTION} events are kept; `events_pruned_through`
+ * - At least the newest {@link RETAINED_EVENTS} events are kept; `events_pruned_through`
  *   remembers the highest pruned version so a watcher can tell whether history reaches it.
  *   Pruning reads only the rows it deletes: the number of retained events is counted once
  *   when the store opens (one `COUNT`, at most 256 rows read per start-up) and then kept in
  *   memory, updated only after a commit succeeded (docs/performance.md "Rows per operation").
- * - Operation records are pruned only when both retention bounds of operations.ts are
+ * - Operation records are pruned only when both retention bounds of core/claim-operations.ts are
  *   exceeded (≥ 1,000 newer records and older than one hour), oldest first, at most two per
  *   new record (so pruning keeps pace with inserts and never scans the retained ones).
  * - The schema follows the one migration rule of durable/migrations.ts ({@link CLAIM_SCHEMA}
@@ -26,7 +26,7 @@
  *   transaction, so reading a claim that was never created leaves its storage empty; a
  *   schema newer than the code is refused (`internal`) rather than misread.
  *
- * Does not: decide anything (machine.ts does), arm alarms or talk to sockets.
+ * Does not: decide anything (core/claim-machine.ts does), arm alarms or talk to sockets.
  */
 import type { ClaimPhase, ClaimReason, ClaimRecord } from "../protocol/claims.ts";
 import { claimToWire } from "../protocol/claims.ts";
@@ -34,12 +34,11 @@ import { ShiftlockError } from "../protocol/errors.ts";
 import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
+import { planClaimReplay } from "../core/claim-replay.ts";
+import { RETAINED_EVENTS } from "../protocol/watch.ts";
 import type { WireResponse } from "../core/claim-response.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
-
-/** Events kept for `afterVersion` replay (docs/protocol.md: at least the last 256). */
-export const EVENT_RETENTION = 256;
 
 /** The claim store's schema: ordered migrations, no tables until the first write. */
 const CLAIM_SCHEMA: StoreSchema = {
@@ -260,7 +259,7 @@ export class ClaimStore extends MigratedStore {
 
   /** Delete the oldest events beyond the retention; returns how many remain. */
   private pruneEvents(retained: number): number {
-    const excess = retained - EVENT_RETENTION;
+    const excess = retained - RETAINED_EVENTS;
     if (excess <= 0) return retained;
     // The newest of the `excess` oldest: reads exactly the rows about to be deleted.
     const cutoff = this.sql
@@ -268,7 +267,7 @@ export class ClaimStore extends MigratedStore {
       .one();
     this.sql.exec("DELETE FROM events WHERE version <= ?", cutoff.version);
     this.setMeta("events_pruned_through", BigInt(cutoff.version).toString());
-    return EVENT_RETENTION;
+    return RETAINED_EVENTS;
   }
 
   private rememberOperation(op: OperationRecord): void {
@@ -303,8 +302,8 @@ export class ClaimStore extends MigratedStore {
    * longer reaches `afterVersion` (pruned past it) or `afterVersion` is beyond the record.
    */
   history(afterVersion: bigint, current: ClaimRecord | undefined): History {
-    const prunedThrough = this.prunedThrough();
-    if (afterVersion < prunedThrough || afterVersion > (current?.version ?? 0n)) return { kind: "truncated" };
+    const plan = planClaimReplay(afterVersion, current?.version ?? 0n, this.prunedThrough());
+    if (plan.kind !== "events") return { kind: "truncated" };
     if (!this.ready) return { kind: "events", messages: [] };
     const messages = this.sql
       .exec<{ message: string }>(

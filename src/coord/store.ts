@@ -17,14 +17,15 @@
  *   listing index's outbox row commit together or not at all.
  * - The schema follows the one migration rule of durable/migrations.ts ({@link SCOPE_SCHEMA},
  *   created at start-up; a newer schema is refused).
- * - The last {@link HISTORY_RETAINED} publishes are retained (with the generation each one
+ * - The last {@link RETAINED_EVENTS} publishes are retained (with the generation each one
  *   started from) so a watch can tell whether history reaches back to its `afterGeneration`.
  *
  * Does not: keep the waiter queue. Waiters are requests held open in this instance's memory;
  * after a restart their callers have already seen the call fail, so a persisted queue would
  * only hand the lease to nobody.
  */
-import { HISTORY_RETAINED, type CoordEvent, type ScopeId, eventToWire } from "../protocol/coord.ts";
+import { type CoordEvent, type ScopeId, eventToWire } from "../protocol/coord.ts";
+import { RETAINED_EVENTS } from "../protocol/watch.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from "../core/scope-machine.ts";
@@ -200,7 +201,7 @@ export class ScopeStore extends MigratedStore {
       formatCounter(previousGeneration),
       JSON.stringify(eventToWire(event)),
     );
-    sql.exec("DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?", HISTORY_RETAINED);
+    sql.exec("DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?", RETAINED_EVENTS);
   }
 
   /**

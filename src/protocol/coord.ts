@@ -7,7 +7,7 @@
  * generation) are codecs, `bigint` in code and decimal strings on the wire. A root is any JSON value whose `JSON.stringify` form is at most
  * {@link ROOT_MAX_BYTES} bytes of UTF-8; `null` means "no root published".
  *
- * Does not: decide anything (see `src/coord/machine.ts`) or know about HTTP.
+ * Does not: decide anything (see `src/core/scope-machine.ts`) or know about HTTP.
  */
 import { z } from "zod";
 import { counterSchema } from "./counter.ts";
@@ -23,9 +23,6 @@ export const DEFAULT_LEASE_TTL_MS = 15_000;
 
 /** Largest accepted root: 16 KiB of UTF-8 JSON text. */
 export const ROOT_MAX_BYTES = 16 * 1024;
-
-/** Publishes retained per scope for watch replay (the protocol asks for at least 256). */
-export const HISTORY_RETAINED = 256;
 
 /**
  * A scope's identity. `objectStoreId` and `key` are `""` when absent (names are ≥ 1 byte,

@@ -17,6 +17,12 @@ export const WATCH_PONG_TEXT = '{"type":"pong"}';
 /** WebSocket close code for a subscriber that could not keep up (docs/protocol.md#claims, #coord). */
 export const LAGGING_CLOSE_CODE = 4008;
 
+/**
+ * Events retained per claim, and publishes per scope, for a watch that resumes (the protocol
+ * promises at least this many): one bound for both watches and every backend.
+ */
+export const RETAINED_EVENTS = 256;
+
 /** Events a subscriber may leave unacknowledged before it is closed with 4008. */
 export const WATCH_MAX_UNACKED_EVENTS = 1024;
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
-import { HISTORY_LIMIT } from "../../src/client/claims/memory-claim-slot.ts";
+import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
 import { MemoryClaimsBackend, forceSetToken } from "../../src/client/claims/memory-claims-backend.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/core/claim-operations.ts";
 import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
@@ -63,14 +63,14 @@ describe("MemoryClaimsBackend", () => {
     await backend.close();
   });
 
-  it(`resuming beyond the last ${HISTORY_LIMIT} events gets a truncated snapshot`, async () => {
+  it(`resuming beyond the last ${RETAINED_EVENTS} events gets a truncated snapshot`, async () => {
     const { backend } = setup();
-    for (let i = 0; i < HISTORY_LIMIT; i++) {
+    for (let i = 0; i < RETAINED_EVENTS; i++) {
       const a = await backend.acquireClaim({ claimName: "c", generationId: `g${i}`, ttlMs: 60_000 });
       await backend.releaseClaim({ claimName: "c", generationId: `g${i}`, token: a.fencingToken });
     }
     const current = await backend.getClaim("c");
-    expect(current.version).toBe(BigInt(2 * HISTORY_LIMIT));
+    expect(current.version).toBe(BigInt(2 * RETAINED_EVENTS));
     const old = backend.watchClaim("c", { afterVersion: 1n })[Symbol.asyncIterator]();
     expect(await ready(old)).toEqual([{ type: "snapshot", claim: current, truncated: true }]);
     const recent = backend.watchClaim("c", { afterVersion: current.version - 2n })[Symbol.asyncIterator]();

@@ -4,7 +4,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { EVENT_RETENTION } from "../../src/claims/store.ts";
+import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
 import { WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/watch.ts";
 import {
   READ,
@@ -116,16 +116,16 @@ describe("claim watch", { timeout: 60_000 }, () => {
 
   it("sends a truncated snapshot when history no longer reaches afterVersion", async () => {
     const c = fresh();
-    const cycles = EVENT_RETENTION / 2 + 2; // 260 events, 256 retained: versions 5..260
+    const cycles = RETAINED_EVENTS / 2 + 2; // 260 events, 256 retained: versions 5..260
     const last = await churn(c.stub, c.claim, cycles);
-    const oldest = last - BigInt(EVENT_RETENTION) + 1n;
+    const oldest = last - BigInt(RETAINED_EVENTS) + 1n;
 
     const truncated = await c.watch(`?afterVersion=${oldest - 2n}`);
     const snap = await truncated.next();
     expect(snap).toMatchObject({ type: "snapshot", truncated: true, claim: { version: String(last) } });
 
     const full = await c.watch(`?afterVersion=${oldest - 1n}`);
-    await full.until((m) => m.length === EVENT_RETENTION);
+    await full.until((m) => m.length === RETAINED_EVENTS);
     expect(versions(full.messages)[0]).toBe(oldest);
     expect(versions(full.messages).at(-1)).toBe(last);
 

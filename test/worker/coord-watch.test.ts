@@ -5,7 +5,7 @@ import { runInDurableObject } from "cloudflare:test";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import { WATCH_TAG } from "../../src/coord/watch.ts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { HISTORY_RETAINED } from "../../src/protocol/coord.ts";
+import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
 import { WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/watch.ts";
 import { acquire, del, get, openWatch, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
 
@@ -96,8 +96,8 @@ describe("watch", () => {
     const lease = await acquire(scope);
     const leaseId = lease.leaseId as string;
     await post(`${scope.url}/leases/${leaseId}/publish`, { root: "first", keyPrefixChanged: "cHJlZml4" });
-    for (let i = 0; i < HISTORY_RETAINED + 10; i++) await stub.publish(id, leaseId, {});
-    const current = String(HISTORY_RETAINED + 11);
+    for (let i = 0; i < RETAINED_EVENTS + 10; i++) await stub.publish(id, leaseId, {});
+    const current = String(RETAINED_EVENTS + 11);
     const watch = await openWatch(scope, "?afterGeneration=0");
     expect(await watch.next()).toEqual({ type: "ready", generation: current });
     expect(await watch.next()).toEqual({
@@ -114,9 +114,9 @@ describe("watch", () => {
       replay: true,
     });
     // Recent history is still replayed exactly.
-    const recent = await openWatch(scope, `?afterGeneration=${HISTORY_RETAINED + 9}`);
+    const recent = await openWatch(scope, `?afterGeneration=${RETAINED_EVENTS + 9}`);
     expect(await recent.next()).toMatchObject({ type: "ready" });
-    expect(await recent.next()).toMatchObject({ generation: String(HISTORY_RETAINED + 10) });
+    expect(await recent.next()).toMatchObject({ generation: String(RETAINED_EVENTS + 10) });
     expect(await recent.next()).toMatchObject({ generation: current });
     await del(`${scope.url}/leases/${lease.leaseId}`);
     expect(await watch.next()).toMatchObject({ unlocked: true });

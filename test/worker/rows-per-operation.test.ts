@@ -22,7 +22,7 @@ import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { ScopeId } from "../../src/protocol/coord.ts";
-import { EVENT_RETENTION } from "../../src/claims/store.ts";
+import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
 import { churn, claimStub, unique } from "./claims-helpers.ts";
 import { restartObject } from "./object-helpers.ts";
 import { type StorageCost, metered } from "./sql-meter.ts";
@@ -167,7 +167,7 @@ describe("rows per claim operation", () => {
       stub,
       (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
     );
-    expect(retained).toBe(EVENT_RETENTION);
+    expect(retained).toBe(RETAINED_EVENTS);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 

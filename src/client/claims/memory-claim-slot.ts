@@ -5,9 +5,9 @@
  * Guarantees:
  * - Every change goes through {@link decideClaim} (the server's machine), is stored, then
  *   published to watchers in version order and appended to a history of the last
- *   {@link HISTORY_LIMIT} events, so a watcher resuming with `afterVersion` gets exactly
+ *   {@link RETAINED_EVENTS} events, so a watcher resuming with `afterVersion` gets exactly
  *   the events it missed, or a `truncated` snapshot when the history no longer reaches.
- * - Operation ids follow `operations.ts`: the first response (status and body) is stored
+ * - Operation ids follow `core/claim-operations.ts`: the first response (status and body) is stored
  *   and replayed for the same request; retention is the server's (≥ 1,000 ops and ≥ 1 h).
  *
  * Does not: read the clock or schedule expiry (the backend passes `nowMs` and drives the
@@ -16,12 +16,10 @@
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { decideClaim, type ClaimCommand, type ClaimEvent } from "../../core/claim-machine.ts";
 import { isPrunable, isRememberedStatus, replay, type OperationRecord } from "../../core/claim-operations.ts";
+import { planClaimReplay, RETAINED_EVENTS } from "../../core/claim-replay.ts";
 import { claimResultToResponse, type WireResponse } from "../../core/claim-response.ts";
 import type { ClaimWatchItem } from "./claims-backend.ts";
 import type { WatchQueue } from "../transport/watch-queue.ts";
-
-/** Events retained per claim for resuming watchers (docs/protocol.md: at least 256). */
-export const HISTORY_LIMIT = 256;
 
 export class MemoryClaimSlot {
   record: ClaimRecord | undefined;
@@ -61,7 +59,7 @@ export class MemoryClaimSlot {
 
   private publish(event: ClaimEvent): void {
     this.history.push(event);
-    if (this.history.length > HISTORY_LIMIT) {
+    if (this.history.length > RETAINED_EVENTS) {
       const dropped = this.history.shift();
       if (dropped !== undefined) this.historyFloor = dropped.claim.version;
     }
@@ -77,13 +75,12 @@ export class MemoryClaimSlot {
    */
   subscribe(queue: WatchQueue<ClaimWatchItem>, afterVersion: bigint | undefined): void {
     const current = this.record?.version ?? 0n;
-    if (afterVersion === undefined) {
-      queue.push({ type: "snapshot", claim: this.copy(), truncated: false });
-    } else if (afterVersion < this.historyFloor || afterVersion > current) {
-      queue.push({ type: "snapshot", claim: this.copy(), truncated: true });
+    const plan = planClaimReplay(afterVersion, current, this.historyFloor);
+    if (plan.kind !== "events") {
+      queue.push({ type: "snapshot", claim: this.copy(), truncated: plan.kind === "truncated" });
     } else {
       for (const e of this.history) {
-        if (e.claim.version > afterVersion) {
+        if (e.claim.version > plan.afterVersion) {
           queue.push({ type: "event", reason: e.reason, claim: { ...e.claim }, timeMs: e.timeMs });
         }
       }

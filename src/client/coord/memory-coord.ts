@@ -20,12 +20,8 @@
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
 import { planReplay } from "../../core/scope-replay.ts";
-import {
-  HISTORY_RETAINED,
-  eventToWire,
-  type CoordEvent as WireCoordEvent,
-  type ScopeId,
-} from "../../protocol/coord.ts";
+import { eventToWire, type CoordEvent as WireCoordEvent, type ScopeId } from "../../protocol/coord.ts";
+import { RETAINED_EVENTS } from "../../protocol/watch.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import type { RouteResult, RouteSpec } from "../../protocol/route.ts";
 import { SCOPE_ROUTE_FAMILIES } from "../../protocol/scope-routes.ts";
@@ -106,7 +102,7 @@ export class MemoryCoordinator implements Coordinator {
   constructor(options: MemoryCoordinatorOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.namespace = options.namespace ?? "memory";
-    this.historyLimit = options.historyLimit ?? HISTORY_RETAINED;
+    this.historyLimit = options.historyLimit ?? RETAINED_EVENTS;
     this.timing = { safetyMarginMs: options.safetyMarginMs, releaseTimeoutMs: options.releaseTimeoutMs };
   }
 
