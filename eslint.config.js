@@ -8,11 +8,12 @@ import tseslint from "typescript-eslint";
 /**
  * `no-restricted-imports` patterns that confine a folder: relative imports may climb to
  * `up` (the `src/` level, as written from the file) only into the `allowed` folders, and
- * the only package is zod.
+ * the only packages are zod and those in `packages`.
  * @param {string} up
  * @param {string[]} allowed
+ * @param {string[]} [packages]
  */
-function layerPatterns(up, allowed) {
+function layerPatterns(up, allowed, packages = []) {
   const escaped = up.replaceAll(".", "\\.");
   return [
     {
@@ -20,7 +21,10 @@ function layerPatterns(up, allowed) {
       message: `this layer may import only src/{${allowed.join(",")}} and itself (see docs/architecture.md)`,
     },
     { regex: `^${escaped}\\.\\./`, message: "this layer may not reach above src/" },
-    { regex: "^(?!\\.|zod$)", message: "this layer may import no package but zod (it runs everywhere)" },
+    {
+      regex: `^(?!\\.|zod$${packages.map((p) => `|${p}$`).join("")})`,
+      message: `this layer may import no package but ${["zod", ...packages].join(", ")}`,
+    },
   ];
 }
 
@@ -73,6 +77,27 @@ export default tseslint.config(
     files: ["src/protocol/*.ts", "src/core/*.ts"],
     rules: {
       "no-restricted-imports": ["error", { patterns: layerPatterns("../", ["protocol", "core"]) }],
+    },
+  },
+  // What every Durable Object needs (src/durable) builds on the contract and the machines
+  // only; each object's folder adds durable/ and never reaches into another object's folder,
+  // http/ or the pages: an object is addressed by its binding, not imported.
+  {
+    files: ["src/durable/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: layerPatterns("../", ["protocol", "core"], ["cloudflare:workers"]) },
+      ],
+    },
+  },
+  {
+    files: ["src/claims/*.ts", "src/coord/*.ts", "src/generations/*.ts", "src/listing/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: layerPatterns("../", ["protocol", "core", "durable"], ["cloudflare:workers"]) },
+      ],
     },
   },
   {

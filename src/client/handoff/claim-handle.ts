@@ -17,17 +17,8 @@
  * server's TTL does that).
  */
 import type { ClaimRecord } from "../../protocol/claims.ts";
-import type { ClaimSlot } from "./claim-slot.ts";
+import type { ClaimAcquireOptions, ClaimSlot, ClaimWaitOptions } from "./claim-slot.ts";
 import type { Lease } from "./lease.ts";
-
-export interface ClaimAcquireOptions {
-  signal?: AbortSignal | undefined;
-}
-
-export interface ClaimWaitOptions extends ClaimAcquireOptions {
-  /** Wake on claim events (WebSocket watch) as well as polling; default true. */
-  watch?: boolean;
-}
 
 export class ClaimHandle {
   readonly #slot: ClaimSlot;

@@ -24,11 +24,19 @@ import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
 import type { ClaimWatch, ClaimWatchItem } from "../claims/claims-backend.ts";
 import { LeaseDeadline, keepAlive } from "../lease-timing.ts";
-import type { ClaimAcquireOptions, ClaimWaitOptions } from "./claim-handle.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease, type LeaseControl } from "./lease.ts";
 import { anySignal, isTransient, retryTransient } from "./retry.ts";
+
+export interface ClaimAcquireOptions {
+  signal?: AbortSignal | undefined;
+}
+
+export interface ClaimWaitOptions extends ClaimAcquireOptions {
+  /** Wake on claim events (WebSocket watch) as well as polling; default true. */
+  watch?: boolean;
+}
 
 /** Codes that mean the claim is no longer ours: retrying cannot help. */
 export const REFUSED = ["not_owner", "stale_token", "claim_not_found"] as const;

@@ -5,7 +5,8 @@
  */
 export { GenerationSession, type CloseOptions } from "./session.ts";
 export type { GenerationSessionConfig } from "./config.ts";
-export { ClaimHandle, type ClaimAcquireOptions, type ClaimWaitOptions } from "./claim-handle.ts";
+export { ClaimHandle } from "./claim-handle.ts";
+export type { ClaimAcquireOptions, ClaimWaitOptions } from "./claim-slot.ts";
 export { Lease } from "./lease.ts";
 export { DrainGroup } from "./drain-group.ts";
 export { Handoff, type HandoffStatus, type HandoffResult, type HandedOffClaim, type StepOptions } from "./handoff.ts";
