@@ -37,7 +37,7 @@ import { decideClaim, nextDeadlineMs } from "../core/claim-machine.ts";
 import type { ClaimCommand, ClaimStep } from "../core/claim-machine.ts";
 import { isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
 import { claimResultToResponse } from "../core/claim-response.ts";
-import type { WireResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import { ClaimStore } from "./store.ts";

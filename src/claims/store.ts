@@ -36,7 +36,7 @@ import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim
 import type { OperationRecord } from "../core/claim-operations.ts";
 import { planClaimReplay } from "../core/claim-replay.ts";
 import { RETAINED_EVENTS } from "../protocol/watch.ts";
-import type { WireResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 

@@ -30,7 +30,8 @@ import {
   leaseHeldDetails,
   nextDeadlineMs,
 } from "../core/scope-machine.ts";
-import { type WireResponse, leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
+import { leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import { scopeListKey } from "../core/listing-cursor.ts";

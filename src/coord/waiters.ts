@@ -11,7 +11,7 @@
  * Does not: decide who is next (the machine's FIFO queue does) or outlive the object
  * instance: after a restart there are no pending requests, and the queue starts empty.
  */
-import type { WireResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 
 export class PendingWaiters {
   private readonly pending = new Map<string, (response: WireResponse) => void>();

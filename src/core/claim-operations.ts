@@ -11,7 +11,7 @@
  * or deduplicate across claims (ids are scoped to one claim).
  */
 import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
-import type { WireResponse } from "./claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 
 export const OPERATION_RETENTION_COUNT = 1000;
 export const OPERATION_RETENTION_MS = 60 * 60 * 1000;

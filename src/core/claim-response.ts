@@ -7,17 +7,8 @@
  */
 import { claimRecordSchema, claimResponseSchema } from "../protocol/claims.ts";
 import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import type { ClaimResult } from "./claim-machine.ts";
-
-/**
- * A response as plain data: safe to store, to send over RPC and to replay. `body` is typed
- * `object | null` (not `unknown`) because workerd's RPC typings turn a method returning `unknown`
- * into `never` on the stub.
- */
-export interface WireResponse {
-  status: number;
-  body: object | null;
-}
 
 export function claimResultToResponse(result: ClaimResult): WireResponse {
   if (result.ok) return { status: 200, body: claimResponseSchema.encode({ claim: result.claim }) };

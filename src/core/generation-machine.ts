@@ -15,8 +15,9 @@
  * Does not: read the clock, touch storage or know about HTTP (the Durable Object and the
  * in-memory backend wrap these decisions). Claims never consult generations.
  */
-import { ERROR_STATUS } from "../protocol/errors.ts";
-import type { ErrorCode } from "../protocol/errors.ts";
+import { ERROR_STATUS, errorEnvelope } from "../protocol/errors.ts";
+import type { ErrorCode, ErrorEnvelope } from "../protocol/errors.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import type {
   GenerationRecord,
   GenerationState,
@@ -162,14 +163,10 @@ export function decidePatch(
   return { ok: true, record, changed: true, created: false };
 }
 
-/**
- * A response as plain, precisely typed data: what the Durable Object returns over RPC (an
- * `unknown` body would make the RPC stub's return type `never`).
- */
-export interface GenerationWireResponse {
-  status: number;
-  body: { generation: GenerationRecord } | { error: GenerationRefusalDetails & { code: ErrorCode; message: string } };
-}
+/** A generation's wire response, its error details typed precisely (they cross Durable Object RPC). */
+export type GenerationWireResponse = WireResponse<
+  { generation: GenerationRecord } | ErrorEnvelope<GenerationRefusalDetails>
+>;
 
 /**
  * Render a decision for the wire: `{"generation": record}` with 200, or the error envelope.
@@ -178,6 +175,5 @@ export interface GenerationWireResponse {
 export function generationDecisionToResponse(decision: GenerationDecision): GenerationWireResponse {
   if (decision.ok) return { status: 200, body: { generation: decision.record } };
   const { code, message, details } = decision.refusal;
-  // Same shape as `errorEnvelope`, typed precisely so it is serializable over Durable Object RPC.
-  return { status: ERROR_STATUS[code], body: { error: { ...details, code, message } } };
+  return { status: ERROR_STATUS[code], body: errorEnvelope(code, message, details) };
 }

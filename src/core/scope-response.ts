@@ -6,12 +6,10 @@
  * refresh and publish 200 with the snapshot; capability 200; release 204 with no body
  * whatever the lease's state; refusals are the error envelope with the code's status.
  */
-import type { WireResponse } from "./claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import { acquireResponseSchema, capabilitySchema, keepaliveResponseSchema, snapshotSchema } from "../protocol/coord.ts";
 import { ERROR_STATUS, errorEnvelope, type ErrorDetails } from "../protocol/errors.ts";
 import type { ScopeResult } from "./scope-machine.ts";
-
-export type { WireResponse };
 
 export function scopeResultToResponse(result: ScopeResult): WireResponse {
   if (!result.ok) {

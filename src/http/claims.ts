@@ -22,7 +22,7 @@ import { invalidFromZod } from "../protocol/zod-invalid.ts";
 import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
 import { errorAnswer, forwardWatch, mount } from "./mount.ts";
-import type { WireResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import { objectName } from "../durable/object-names.ts";
 import { logRequest } from "./request-log.ts";
 import { systemClock } from "../core/clock.ts";

@@ -19,7 +19,7 @@ import { listClaims, listGenerations, listScopes, namespaceStats } from "../prot
 import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
 import { mount } from "./mount.ts";
-import type { WireResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import { objectName } from "../durable/object-names.ts";
 
 function indexStub(c: AppContext, ns: string): DurableObjectStub<NamespaceIndex> {

@@ -19,7 +19,7 @@
  */
 import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { WireResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { RouteInput, RouteSpec } from "../protocol/route.ts";
 import { pathParamNames } from "../protocol/route.ts";

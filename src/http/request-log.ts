@@ -15,7 +15,7 @@
  *
  * Does not: count anything (the objects' outboxes do) or sample.
  */
-import type { WireResponse } from "../core/claim-response.ts";
+import type { WireResponse } from "../protocol/wire-response.ts";
 import type { RouteSpec } from "../protocol/route.ts";
 
 const KIND: Record<RouteSpec["tag"], string> = {

@@ -48,9 +48,9 @@ export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 /** Extra, code-specific fields that travel inside `error` (e.g. `claim`, `field`). */
 export type ErrorDetails = Record<string, unknown>;
 
-/** The JSON body of every non-2xx response. */
-export interface ErrorEnvelope {
-  error: { code: ErrorCode; message: string } & ErrorDetails;
+/** The JSON body of every non-2xx response; `Details` types the code-specific fields. */
+export interface ErrorEnvelope<Details extends object = ErrorDetails> {
+  error: { code: ErrorCode; message: string } & Details;
 }
 
 /** Default human text per code; callers may give a more specific message. */
@@ -127,9 +127,13 @@ export class ShiftlockError extends Error {
   }
 }
 
-/** Build the error envelope. */
-export function errorEnvelope(code: ErrorCode, message?: string, details: ErrorDetails = {}): ErrorEnvelope {
-  return { error: { ...details, code, message: message ?? DEFAULT_MESSAGES[code] } };
+/** Build the error envelope (typed by its details, so it can cross Durable Object RPC). */
+export function errorEnvelope<Details extends object = ErrorDetails>(
+  code: ErrorCode,
+  message?: string,
+  details?: Details,
+): ErrorEnvelope<Details> {
+  return { error: { ...(details as Details), code, message: message ?? DEFAULT_MESSAGES[code] } };
 }
 
 /** True when `err` is a ShiftlockError with the given code. */

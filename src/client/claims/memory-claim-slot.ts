@@ -17,7 +17,8 @@ import type { ClaimRecord } from "../../protocol/claims.ts";
 import { decideClaim, type ClaimCommand, type ClaimEvent } from "../../core/claim-machine.ts";
 import { isPrunable, isRememberedStatus, replay, type OperationRecord } from "../../core/claim-operations.ts";
 import { planClaimReplay, RETAINED_EVENTS } from "../../core/claim-replay.ts";
-import { claimResultToResponse, type WireResponse } from "../../core/claim-response.ts";
+import { claimResultToResponse } from "../../core/claim-response.ts";
+import type { WireResponse } from "../../protocol/wire-response.ts";
 import type { ClaimWatchItem } from "./claims-backend.ts";
 import type { WatchQueue } from "../transport/watch-queue.ts";
 

@@ -25,7 +25,8 @@ import { RETAINED_EVENTS } from "../../protocol/watch.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import type { RouteResult, RouteSpec } from "../../protocol/route.ts";
 import { SCOPE_ROUTE_FAMILIES } from "../../protocol/scope-routes.ts";
-import { scopeResultToResponse, type WireResponse } from "../../core/scope-response.ts";
+import { scopeResultToResponse } from "../../core/scope-response.ts";
+import type { WireResponse } from "../../protocol/wire-response.ts";
 import { decodeAnswer, encodeBody } from "../transport/route-codec.ts";
 import {
   decideScope,
