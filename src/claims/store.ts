@@ -30,6 +30,7 @@
  */
 import type { ClaimPhase, ClaimReason, ClaimRecord } from "../protocol/claims.ts";
 import { claimToWire } from "../protocol/claims.ts";
+import { formatCounter, sortableCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
@@ -83,7 +84,7 @@ export function eventMessage(event: ClaimEvent): string {
   return JSON.stringify({ type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs });
 }
 
-const versionKey = (version: bigint): string => version.toString().padStart(20, "0");
+const versionKey = sortableCounter;
 
 type ClaimRow = {
   name: string;
@@ -228,7 +229,7 @@ export class ClaimStore extends MigratedStore {
            previous_owner = ?, pending_successor = ?, drain_status = ?, transfer_status = ?, last_heartbeat_ms = ?,
            reason = ?, version = ?
          WHERE id = 1 AND fencing_token = ? AND version = ? RETURNING version`,
-        next.fencingToken.toString(),
+        formatCounter(next.fencingToken),
         next.ownerGeneration,
         next.phase,
         next.acquiredAtMs,
@@ -239,9 +240,9 @@ export class ClaimStore extends MigratedStore {
         next.transferStatus,
         next.lastHeartbeatMs,
         next.reason,
-        next.version.toString(),
-        before.toString(),
-        (previous?.version ?? 0n).toString(),
+        formatCounter(next.version),
+        formatCounter(before),
+        formatCounter(previous?.version ?? 0n),
       )
       .toArray();
     if (updated.length !== 1) {
@@ -266,7 +267,7 @@ export class ClaimStore extends MigratedStore {
       .exec<{ version: string }>("SELECT version FROM events ORDER BY version ASC LIMIT 1 OFFSET ?", excess - 1)
       .one();
     this.sql.exec("DELETE FROM events WHERE version <= ?", cutoff.version);
-    this.setMeta("events_pruned_through", BigInt(cutoff.version).toString());
+    this.setMeta("events_pruned_through", formatCounter(BigInt(cutoff.version)));
     return RETAINED_EVENTS;
   }
 

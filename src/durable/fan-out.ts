@@ -21,6 +21,7 @@
  * Does not: decide what an ack means (each watch reads its own form in {@link unackedAfter}),
  * build messages, or authenticate (the router does).
  */
+import { formatCounter } from "../protocol/counter.ts";
 import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS } from "../protocol/watch.ts";
 import { closeQuietly, readClientMessage } from "./websocket.ts";
 
@@ -87,7 +88,7 @@ export abstract class Subscribers<Store> {
     for (const text of opening.events) server.send(text);
     this.onFramesSent(opening.control.length + opening.events.length);
     const attachment: SubscriberAttachment = { v: 1, unacked: opening.events.length };
-    if (opening.lastSent !== undefined) attachment.lastSent = opening.lastSent.toString();
+    if (opening.lastSent !== undefined) attachment.lastSent = formatCounter(opening.lastSent);
     server.serializeAttachment(attachment);
   }
 
@@ -117,7 +118,7 @@ export abstract class Subscribers<Store> {
         continue;
       }
       const next: SubscriberAttachment = { v: 1, unacked };
-      if (lastSent !== undefined) next.lastSent = lastSent.toString();
+      if (lastSent !== undefined) next.lastSent = formatCounter(lastSent);
       ws.serializeAttachment(next);
     }
     this.onFramesSent(frames);

@@ -29,9 +29,17 @@ export function parseCounter(text: string): bigint | undefined {
   return value <= U64_LIMIT ? value : undefined;
 }
 
-/** Render a counter for the wire. */
+/** Render a counter for the wire (and for storage: one text form everywhere). */
 export function formatCounter(value: bigint): string {
   return value.toString(10);
+}
+
+/** Digits of 2^64 − 1: every counter fits in 20 decimal digits. */
+export const SORTABLE_COUNTER_DIGITS = 20;
+
+/** A counter as 20 zero-padded digits, for keys and columns that compare as text (text order = numeric order). */
+export function sortableCounter(value: bigint): string {
+  return formatCounter(value).padStart(SORTABLE_COUNTER_DIGITS, "0");
 }
 
 const wireCounter = z

@@ -9,13 +9,13 @@
  *
  * Does not: check that a token was ever issued; the fence only orders what it is shown.
  */
-import { U64_LIMIT, formatCounter, parseCounter } from "../../protocol/counter.ts";
+import { SORTABLE_COUNTER_DIGITS, U64_LIMIT, parseCounter, sortableCounter } from "../../protocol/counter.ts";
 
 /** A fencing token or lease epoch: a bigint, or its canonical decimal string. */
 export type FenceToken = bigint | string;
 
 /** Digits of 2^64 − 1: every token fits in 20 decimal digits. */
-export const PADDED_TOKEN_DIGITS = 20;
+export const PADDED_TOKEN_DIGITS = SORTABLE_COUNTER_DIGITS;
 
 /** The token as a bigint; throws a `TypeError` naming `what` when it is not an unsigned 64-bit value. */
 export function toTokenValue(token: FenceToken, what = "token"): bigint {
@@ -32,7 +32,7 @@ export function toTokenValue(token: FenceToken, what = "token"): bigint {
 
 /** The token as 20 zero-padded digits (text order = numeric order). */
 export function padToken(token: FenceToken): string {
-  return formatCounter(toTokenValue(token)).padStart(PADDED_TOKEN_DIGITS, "0");
+  return sortableCounter(toTokenValue(token));
 }
 
 /** Read a token stored by {@link padToken} (or canonical); undefined when the text is not one. */
