@@ -33,7 +33,7 @@ import { planReplay } from "../core/scope-replay.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
 
-/** The scope store's schema (created at start-up, not lazily: the scope object always had it). */
+/** The scope store's schema, created at start-up (not lazily: a scope's first request reads it). */
 const SCOPE_SCHEMA: StoreSchema = {
   name: "scope",
   lazy: false,

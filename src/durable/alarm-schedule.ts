@@ -8,7 +8,7 @@
  *   then fires early or for nothing, and the handler, which is idempotent and recomputes
  *   from the saved state, re-arms for what is due. Each alarm write costs a durable write
  *   of the runtime's alarm index (an fsync locally; docs/BENCHMARKS.md), so the most
- *   frequent mutations of a lease service, renewals, no longer pay for one.
+ *   frequent mutations of a lease service, renewals, pay for none.
  * - Decisions are synchronous against an in-memory mirror of the armed time, loaded once
  *   before the object serves anything, so concurrent mutations cannot reorder alarm writes.
  *

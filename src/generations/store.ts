@@ -23,7 +23,7 @@ const GENERATION_SCHEMA: StoreSchema = {
   name: "generation",
   lazy: true,
   migrations: [
-    // `meta` keeps its historical INTEGER values (objects written before the shared runner).
+    // `meta` stores INTEGER values here (TEXT in the other stores): existing objects keep the type.
     `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
      CREATE TABLE IF NOT EXISTS generation (
        id TEXT PRIMARY KEY,
