@@ -8,16 +8,20 @@
  * 1,000,000 claims (ttl 15 s, renew every 5 s, hand-over of all claims in 60 s) priced with
  * Cloudflare's list prices, and, last, one JSON line.
  *
- * The hand-over sends what the handoff runtime sends (docs/handoff.md): the prepare of every
- * claim, then the commit of every claim, through the batch route (128 claims a request).
+ * The steady claims are held by the handoff runtime, as a service holds them: one
+ * `GenerationSession` ("g1") acquires every claim and renews it at ttl/3, and the hand-over
+ * is its `handoffTo("g2")` (docs/handoff.md: prepare every claim, then commit every claim,
+ * through the batch route, and the generations' state changes). Runs under tsx (it imports
+ * the client's TypeScript).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import WebSocket from "ws";
 import { hardLimit, stopAllAndExit } from "./cleanup.mjs";
 import { makeClient } from "./http.mjs";
-import { PRICES, countByPhase, monthlyUsd, parseMeterLine, projectPhase, summarize } from "./scale-model.mjs";
+import { PRICES, countByPhase, kindOf, monthlyUsd, parseMeterLine, projectPhase, summarize } from "./scale-model.mjs";
 import { startServer } from "./server.mjs";
 import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { GenerationSession, HttpClaimsBackend } from "../src/client/index.ts";
 
 const USAGE = `usage: npm run bench:scale -- [--listing-entries N] [--claims N] [--ttl-ms MS] [--scopes M]
   [--steady-s S] [--idle-s S] [--shards N]`;
@@ -73,8 +77,17 @@ const call = async (
   workerRequests++;
   return client.call(method, url, body);
 };
-/** @param {string} name */
-const claimName = (name) => encodeURIComponent(name);
+/** The runtime's client: its requests are Worker requests too. */
+const backend = new HttpClaimsBackend({
+  baseUrl: server.url,
+  token: "dev-token",
+  namespace: NS,
+  WebSocket: /** @type {any} */ (WebSocket),
+  fetch: (/** @type {Parameters<typeof fetch>} */ ...args) => {
+    workerRequests++;
+    return fetch(...args);
+  },
+});
 /** @type {import("./scale-model.mjs").Phase[]} */
 const phases = [];
 /** @type {Record<string, number>} */
@@ -92,16 +105,20 @@ async function phase(/** @type {string} */ name, /** @type {() => Promise<void>}
 
 /**
  * Wait until no object has done anything for `forMs` (no meter line), at most `maxMs`: the
- * deliveries, safety alarms and forwards a phase caused have run.
+ * deliveries, safety alarms and forwards a phase caused have run. While the runtime holds
+ * claims, their renewals (claim commands) go on and are not counted as activity.
  */
-async function quiet(forMs = 2_500, maxMs = 120_000) {
+async function quiet(forMs = 2_500, maxMs = 120_000, ignoreClaimCommands = false) {
+  const counts = () =>
+    ignoreClaimCommands ? lines.filter((l) => !(kindOf(l.obj) === "claim" && l.op === "command")).length : lines.length;
   const until = Date.now() + maxMs;
-  let seen = lines.length;
+  let seen = counts();
   let since = Date.now();
   while (Date.now() < until) {
     await sleep(250);
-    if (lines.length !== seen) {
-      seen = lines.length;
+    const now = counts();
+    if (now !== seen) {
+      seen = now;
       since = Date.now();
     } else if (Date.now() - since >= forMs) return;
   }
@@ -153,9 +170,25 @@ await phase("listing", async () => {
   await batches(names.map((claim) => ({ op: "release", claim, generationId: "g0", token: "1" })));
 });
 
+/** @type {GenerationSession} */
+let owner;
 await phase("setup", async () => {
-  const acquired = await batches(steadyNames.map((claim) => ({ op: "acquire", claim, generationId: "g1", ttlMs })));
-  acquired.forEach((r, i) => tokens.set(/** @type {string} */ (steadyNames[i]), r.body.claim.fencingToken));
+  owner = await GenerationSession.open({
+    service: "scale",
+    instanceId: "a",
+    backend,
+    generationId: "g1",
+    leaseTtlMs: ttlMs,
+  });
+  owner.on("claim.renewed", () => void renewals++);
+  const handles = steadyNames.map((name) => owner.claim(name));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < handles.length)
+        await /** @type {import("../src/client/index.ts").ClaimHandle} */ (handles[next++]).tryAcquire();
+    }),
+  );
   for (let s = 0; s < scopes; s++) {
     const url = `${base}/volumes/vol-${s % 4}/stores/store-${s}`;
     const lease = await call("POST", `${url}/leases`, { participantId: `holder-${s}`, ttlMs });
@@ -175,34 +208,27 @@ await phase("setup", async () => {
   }
 });
 // Let the setup's deliveries, queued waiters and forwards settle, so steady counts renewals alone.
-await quiet();
+await quiet(2_500, 120_000, true);
 
 await phase("steady", async () => {
-  // Renew every claim at ttl/3 and keep every lease alive at ttl/3, spread evenly.
+  // The runtime renews every claim at ttl/3 by itself; the bench keeps every lease alive at
+  // ttl/3, spread evenly.
   const periodMs = ttlMs / 3;
   const endAt = Date.now() + steadyS * 1000;
+  if (holders.length === 0) await sleep(steadyS * 1000);
   const items = [
-    ...steadyNames.map((name) => async () => {
-      renewals++;
-      const r = await call("POST", `${base}/claims/${claimName(name)}/renew`, {
-        generationId: "g1",
-        token: tokens.get(name),
-        ttlMs,
-      });
-      if (r.status !== 200) throw new Error(`renew ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-    }),
     ...holders.map((h) => async () => {
       keepalives++;
       const r = await call("POST", `${h.url}/leases/${h.leaseId}/keepalive`, { ttlMs });
       if (r.status !== 200) throw new Error(`keepalive: ${r.status} ${JSON.stringify(r.body)}`);
     }),
   ];
-  const gapMs = periodMs / items.length;
+  const gapMs = periodMs / Math.max(1, items.length);
   let i = 0;
   /** @type {Promise<void>[]} */
   const inFlight = [];
   const started = Date.now();
-  while (Date.now() < endAt) {
+  while (items.length > 0 && Date.now() < endAt) {
     const due = started + i * gapMs;
     if (due > Date.now()) await sleep(Math.min(due - Date.now(), 50));
     if (Date.now() >= due) {
@@ -217,17 +243,19 @@ await phase("steady", async () => {
 let handoffS = 0;
 await phase("handoff", async () => {
   const started = Date.now();
-  const move = { fromGeneration: "g1", toGeneration: "g2" };
-  const prepared = await batches(
-    steadyNames.map((claim) => ({ op: "prepare", claim, ...move, token: tokens.get(claim), ttlMs })),
-  );
-  if (prepared.some((r) => r.status !== 200)) throw new Error("prepare failed");
-  const committed = await batches(
-    steadyNames.map((claim) => ({ op: "commit", claim, ...move, expectedToken: tokens.get(claim), ttlMs })),
-  );
-  if (committed.some((r) => r.status !== 200)) throw new Error("commit failed");
-  committed.forEach((r, i) => tokens.set(/** @type {string} */ (steadyNames[i]), r.body.claim.fencingToken));
+  // The successor is another deployment (its own process): here it only registers.
+  const successor = await GenerationSession.open({
+    service: "scale",
+    instanceId: "b",
+    backend,
+    generationId: "g2",
+    leaseTtlMs: ttlMs,
+  });
+  const result = await owner.handoffTo(successor.generationId);
+  if (result.claims.length !== claims) throw new Error(`handed over ${result.claims.length} of ${claims} claims`);
+  for (const c of result.claims) tokens.set(c.claim, c.token.toString());
   handoffS = (Date.now() - started) / 1000;
+  await successor.close({ release: false });
   // The phase includes the deliveries and forwards the hand-over caused.
   await quiet();
 });
