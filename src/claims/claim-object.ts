@@ -21,20 +21,14 @@
  * Does not: validate request shapes or authenticate (the router does, before calling).
  */
 import { claimToWire } from "../protocol/claims.ts";
-import type {
-  AbortBody,
-  AcquireBody,
-  ClaimRecord,
-  CommitBody,
-  PrepareBody,
-  ReleaseBody,
-  RenewBody,
-} from "../protocol/claims.ts";
+import type { ClaimRecord } from "../protocol/claims.ts";
+import { claimRoutePath, type ClaimMutationName, type ClaimRequest } from "../protocol/claim-routes.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { armAlarm } from "./alarm.ts";
 import { decideClaim, nextDeadlineMs } from "../core/claim-machine.ts";
-import type { ClaimCommand, ClaimStep } from "../core/claim-machine.ts";
+import type { ClaimStep } from "../core/claim-machine.ts";
+import { commandOf } from "../core/claim-command.ts";
 import { isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
 import { claimResultToResponse } from "../core/claim-response.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
@@ -42,45 +36,6 @@ import { WatchedObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
-
-/** A validated mutation as the router hands it over. */
-export type ClaimRequest =
-  | { route: "acquire"; body: AcquireBody }
-  | { route: "renew"; body: RenewBody }
-  | { route: "transfer/prepare"; body: PrepareBody }
-  | { route: "transfer/commit"; body: CommitBody }
-  | { route: "transfer/abort"; body: AbortBody }
-  | { route: "release"; body: ReleaseBody };
-
-/** Map a validated request to the machine's command. */
-export function toCommand(request: ClaimRequest): ClaimCommand {
-  switch (request.route) {
-    case "acquire": {
-      const { generationId, ttlMs, allowEmptyOnly } = request.body;
-      return { kind: "acquire", generationId, ttlMs, allowEmptyOnly };
-    }
-    case "renew": {
-      const { generationId, token, ttlMs } = request.body;
-      return { kind: "renew", generationId, token, ttlMs };
-    }
-    case "transfer/prepare": {
-      const { fromGeneration, toGeneration, token, ttlMs } = request.body;
-      return { kind: "prepare", fromGeneration, toGeneration, token, ttlMs };
-    }
-    case "transfer/commit": {
-      const { fromGeneration, toGeneration, expectedToken, ttlMs } = request.body;
-      return { kind: "commit", fromGeneration, toGeneration, expectedToken, ttlMs };
-    }
-    case "transfer/abort": {
-      const { fromGeneration, toGeneration, expectedToken } = request.body;
-      return { kind: "abort", fromGeneration, toGeneration, expectedToken };
-    }
-    case "release": {
-      const { generationId, token } = request.body;
-      return { kind: "release", generationId, token };
-    }
-  }
-}
 
 /** Internal query parameters of the watch upgrade the router forwards. */
 export const WATCH_PARAMS = { name: "name", afterVersion: "afterVersion" } as const;
@@ -111,7 +66,7 @@ export class ClaimObject extends WatchedObject {
   async command(name: string, request: ClaimRequest): Promise<WireResponse> {
     const operationId = request.body.operationId;
     // Only a request with an operation id is ever compared with another: fingerprint only those.
-    const fingerprint = operationId === undefined ? "" : requestFingerprint(request.route, request.body);
+    const fingerprint = operationId === undefined ? "" : requestFingerprint(claimRoutePath(request.op), request.body);
     if (operationId !== undefined) {
       const prior = this.store.findOperation(operationId);
       // A replay answers from the record alone: no decision, no write, no event.
@@ -119,12 +74,12 @@ export class ClaimObject extends WatchedObject {
     }
     const current = this.load(name);
     const nowMs = this.clock.nowMs();
-    const step = decideClaim(name, current, toCommand(request), nowMs);
+    const step = decideClaim(name, current, commandOf(request.op, request.body), nowMs);
     const response = claimResultToResponse(step.result);
     const remember = operationId !== undefined && isRememberedStatus(response.status);
     const operation = remember ? { operationId, fingerprint, response, atMs: nowMs } : undefined;
     this.store.commit(current, step, operation, this.stage);
-    this.count(request.route, step, response);
+    this.count(request.op, step, response);
     await this.afterCommit(step);
     return response;
   }
@@ -186,16 +141,16 @@ export class ClaimObject extends WatchedObject {
   };
 
   /** Count what a mutation did for the namespace's counters (docs/operations.md). */
-  private count(route: ClaimRequest["route"], step: ClaimStep, response: WireResponse): void {
+  private count(op: ClaimMutationName, step: ClaimStep, response: WireResponse): void {
     this.countExpiries(step);
     if (response.status === 409) {
       const code = (response.body as { error?: { code?: string } }).error?.code ?? "conflict";
       this.outbox.count(`conflict:${code}`);
     }
     if (response.status !== 200 || !step.changed) return;
-    if (route === "acquire") this.outbox.count("acquires");
-    else if (route === "transfer/commit") this.outbox.count("transfersCommitted");
-    else if (route === "transfer/abort") this.outbox.count("transfersAborted");
+    if (op === "acquire") this.outbox.count("acquires");
+    else if (op === "commit") this.outbox.count("transfersCommitted");
+    else if (op === "abort") this.outbox.count("transfersAborted");
   }
 
   private countExpiries(step: ClaimStep): void {

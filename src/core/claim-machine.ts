@@ -19,15 +19,9 @@ import type { ClaimEventReason, ClaimPhase, ClaimRecord } from "../protocol/clai
 import { MAX_FENCING_TOKEN } from "../protocol/counter.ts";
 import type { ErrorCode, ErrorDetails } from "../protocol/errors.ts";
 
-export type ClaimCommand =
-  | { kind: "get" }
-  | { kind: "expire" }
-  | { kind: "acquire"; generationId: string; ttlMs: number; allowEmptyOnly?: boolean | undefined }
-  | { kind: "renew"; generationId: string; token: bigint; ttlMs: number }
-  | { kind: "prepare"; fromGeneration: string; toGeneration: string; token: bigint; ttlMs: number }
-  | { kind: "commit"; fromGeneration: string; toGeneration: string; expectedToken: bigint; ttlMs: number }
-  | { kind: "abort"; fromGeneration: string; toGeneration: string; expectedToken: bigint }
-  | { kind: "release"; generationId: string; token: bigint };
+import type { ClaimCommand } from "./claim-command.ts";
+
+export type { ClaimCommand };
 
 /** A change published to watchers. `claim.version` orders events. */
 export interface ClaimEvent {

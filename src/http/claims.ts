@@ -11,9 +11,9 @@
  * Does not: authenticate (app.ts) or decide anything (the object does).
  */
 import type { Hono } from "hono";
-import type { ClaimObject, ClaimRequest } from "../claims/claim-object.ts";
+import type { ClaimObject } from "../claims/claim-object.ts";
 import { WATCH_PARAMS } from "../claims/claim-object.ts";
-import type { ClaimMutationName } from "../protocol/claim-routes.ts";
+import type { ClaimMutationName, ClaimRequest } from "../protocol/claim-routes.ts";
 import { CLAIM_MUTATIONS, claimBatch, getClaim, watchClaim } from "../protocol/claim-routes.ts";
 import type { BatchBody } from "../protocol/claims.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
@@ -27,16 +27,6 @@ import { objectName } from "../durable/object-names.ts";
 import { logRequest } from "./request-log.ts";
 import { systemClock } from "../core/clock.ts";
 
-/** The object's name for each mutation (kept: operation-id fingerprints are stored with it). */
-export const OBJECT_ROUTE: Record<ClaimMutationName, ClaimRequest["route"]> = {
-  acquire: "acquire",
-  renew: "renew",
-  prepare: "transfer/prepare",
-  commit: "transfer/commit",
-  abort: "transfer/abort",
-  release: "release",
-};
-
 /** The Durable Object of claim `name` in the request's namespace. */
 export function claimStub(c: AppContext, ns: string, name: string): DurableObjectStub<ClaimObject> {
   return c.env.CLAIMS.getByName(objectName(ns, "claim", name));
@@ -45,10 +35,7 @@ export function claimStub(c: AppContext, ns: string, name: string): DurableObjec
 export function mountClaimRoutes(app: Hono<AppEnv>): void {
   for (const mutation of Object.keys(CLAIM_MUTATIONS) as ClaimMutationName[]) {
     mount(app, CLAIM_MUTATIONS[mutation], (c, { params, body }) =>
-      claimStub(c, params.ns, params.claim).command(params.claim, {
-        route: OBJECT_ROUTE[mutation],
-        body,
-      } as ClaimRequest),
+      claimStub(c, params.ns, params.claim).command(params.claim, { op: mutation, body } as ClaimRequest),
     );
   }
   mount(app, getClaim, (c, { params }) => claimStub(c, params.ns, params.claim).get(params.claim));
@@ -84,10 +71,7 @@ async function runBatchOp(c: AppContext, ns: string, op: BatchBody["ops"][number
     if (problem !== undefined) throw new ShiftlockError("invalid_request", `claim ${problem}`, { field: "claim" });
     const parsed = CLAIM_MUTATIONS[name].body.safeParse(rest);
     if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-    return await claimStub(c, ns, claim).command(claim, {
-      route: OBJECT_ROUTE[name],
-      body: parsed.data,
-    } as ClaimRequest);
+    return await claimStub(c, ns, claim).command(claim, { op: name, body: parsed.data } as ClaimRequest);
   } catch (err) {
     if (err instanceof ShiftlockError) return errorAnswer(err);
     console.error("batch op failed", err);

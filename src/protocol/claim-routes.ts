@@ -19,7 +19,7 @@ import {
 } from "./claims.ts";
 import type { BatchOpName } from "./claims.ts";
 import type { ErrorCode } from "./errors.ts";
-import { defineRoute } from "./route.ts";
+import { defineRoute, type RouteBody } from "./route.ts";
 
 const CLAIM = "/v1/ns/{ns}/claims/{claim}";
 
@@ -124,6 +124,24 @@ export const CLAIM_MUTATIONS = {
   release: releaseClaim,
 } as const;
 export type ClaimMutationName = keyof typeof CLAIM_MUTATIONS;
+
+/**
+ * The decoded body of each claim mutation, by its op name: the route's own body schema, so
+ * the client's requests and the machine's commands (core/claim-command.ts) follow a field
+ * added there.
+ */
+export type ClaimBodies = { [K in ClaimMutationName]: RouteBody<(typeof CLAIM_MUTATIONS)[K]> };
+
+/** A decoded claim mutation as the router hands it to the claim's object. */
+export type ClaimRequest = { [K in ClaimMutationName]: { op: K; body: ClaimBodies[K] } }[ClaimMutationName];
+
+/**
+ * A mutation's path below its claim (`transfer/prepare`): the spelling stored in
+ * operation-id fingerprints, so it must not change.
+ */
+export function claimRoutePath(op: ClaimMutationName): string {
+  return CLAIM_MUTATIONS[op].path.slice(CLAIM.length + 1);
+}
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /** Batch op names are exactly the mutation names: this line fails to compile otherwise. */
 export const BATCH_OPS_ARE_MUTATIONS: Same<BatchOpName, ClaimMutationName> = true;

@@ -46,9 +46,9 @@ export async function churn(stub: DurableObjectStub<ClaimObject>, claim: string,
   return runInDurableObject(stub, async (instance) => {
     let version = 0n;
     for (let i = 0; i < cycles; i++) {
-      const a = await instance.command(claim, { route: "acquire", body: { generationId: "churn", ttlMs: 60_000 } });
+      const a = await instance.command(claim, { op: "acquire", body: { generationId: "churn", ttlMs: 60_000 } });
       const token = BigInt((a.body as ClaimResponseWire).claim.fencingToken);
-      const r = await instance.command(claim, { route: "release", body: { generationId: "churn", token } });
+      const r = await instance.command(claim, { op: "release", body: { generationId: "churn", token } });
       if (r.status !== 200) throw new Error(`churn release failed: ${JSON.stringify(r.body)}`);
       version = BigInt((r.body as ClaimResponseWire).claim.version);
     }

@@ -144,12 +144,12 @@ describe("claim operation ids", { timeout: 60_000 }, () => {
     const first = await runInDurableObject(stub, async (instance) => {
       instance.clock = clock;
       const acquired = await instance.command(c.claim, {
-        route: "acquire",
+        op: "acquire",
         body: { generationId: "g1", ttlMs: 86_400_000, operationId: "op-0" },
       });
       for (let i = 1; i < count; i++) {
         await instance.command(c.claim, {
-          route: "renew",
+          op: "renew",
           body: { generationId: "g1", token: 1n, ttlMs: 86_400_000, operationId: `op-${i}` },
         });
       }

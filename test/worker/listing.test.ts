@@ -262,7 +262,7 @@ describe("listing generations and scopes, and stats", () => {
 });
 
 describe("what a crash between commit and delivery costs", () => {
-  const acquire = (generationId: string) => ({ route: "acquire" as const, body: { generationId, ttlMs: TTL_MS } });
+  const acquire = (generationId: string) => ({ op: "acquire" as const, body: { generationId, ttlMs: TTL_MS } });
 
   it("an entry committed but never delivered is delivered when the object next starts", async () => {
     const ns = unique("ns");
@@ -286,9 +286,7 @@ describe("what a crash between commit and delivery costs", () => {
       await o.flushIndex(); // listed as owned by g1
       o.outbox.paused = true; // the release's delivery never leaves
       const before = Date.now();
-      expect((await o.command("stale", { route: "release", body: { generationId: "g1", token: 1n } })).status).toBe(
-        200,
-      );
+      expect((await o.command("stale", { op: "release", body: { generationId: "g1", token: 1n } })).status).toBe(200);
       // The release left no deadline, yet the alarm is armed within the listing's lag bound.
       const armedAt = await state.storage.getAlarm();
       expect(armedAt).not.toBeNull();

@@ -17,7 +17,8 @@
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ClaimObject, ClaimRequest } from "../../src/claims/claim-object.ts";
+import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import type { ClaimRequest } from "../../src/protocol/claim-routes.ts";
 import type { ScopeObject } from "../../src/coord/scope-object.ts";
 import type { GenerationObject } from "../../src/generations/generation-object.ts";
 import { objectName } from "../../src/durable/object-names.ts";
@@ -86,21 +87,21 @@ async function claimTable(stub: DurableObjectStub<ClaimObject>, claim: string): 
     rows[label] = r.row;
     return BigInt(r.body.claim.fencingToken);
   };
-  const t1 = await op("acquire", { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
-  await op("renew", { route: "renew", body: { generationId: "g1", token: t1, ttlMs: TTL_MS } });
+  const t1 = await op("acquire", { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+  await op("renew", { op: "renew", body: { generationId: "g1", token: t1, ttlMs: TTL_MS } });
   await settleIndex(stub);
   const got = await metered(stub, (o) => o.get(claim));
   rows["get"] = row(got.cost);
   const move = { fromGeneration: "g1", toGeneration: "g2" };
-  await op("prepare", { route: "transfer/prepare", body: { ...move, token: t1, ttlMs: TTL_MS } });
-  await op("abort", { route: "transfer/abort", body: { ...move, expectedToken: t1 } });
-  await op("transfer/prepare", { route: "transfer/prepare", body: { ...move, token: t1, ttlMs: TTL_MS } });
-  const t2 = await op("commit", { route: "transfer/commit", body: { ...move, expectedToken: t1, ttlMs: TTL_MS } });
-  await op("release", { route: "release", body: { generationId: "g2", token: t2 } });
+  await op("prepare", { op: "prepare", body: { ...move, token: t1, ttlMs: TTL_MS } });
+  await op("abort", { op: "abort", body: { ...move, expectedToken: t1 } });
+  await op("transfer/prepare", { op: "prepare", body: { ...move, token: t1, ttlMs: TTL_MS } });
+  const t2 = await op("commit", { op: "commit", body: { ...move, expectedToken: t1, ttlMs: TTL_MS } });
+  await op("release", { op: "release", body: { generationId: "g2", token: t2 } });
   const body = { generationId: "g3", ttlMs: TTL_MS, operationId: `op-${t2}` };
-  const t3 = await op("acquire with operationId", { route: "acquire", body });
-  await op("acquire replayed by operationId", { route: "acquire", body });
-  await op("release ", { route: "release", body: { generationId: "g3", token: t3 } });
+  const t3 = await op("acquire with operationId", { op: "acquire", body });
+  await op("acquire replayed by operationId", { op: "acquire", body });
+  await op("release ", { op: "release", body: { generationId: "g3", token: t3 } });
   delete rows["transfer/prepare"];
   delete rows["release "];
   rows["index delivery (after the commit)"] = await deliveryRow(stub);
@@ -111,7 +112,7 @@ describe("rows per claim operation", () => {
   it("a new claim: the first acquire creates the tables", async () => {
     const claim = unique();
     const stub = claimStub(unique("ns"), claim);
-    const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+    const r = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
     expect(r.row).toEqual([17, 17, 1, 1]);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
@@ -160,7 +161,7 @@ describe("rows per claim operation", () => {
     await churn(claimStub(ns, claim), claim, 140);
     await restartObject(claimStub(ns, claim));
     const stub = claimStub(ns, claim);
-    const r = await claimOp(stub, claim, { route: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+    const r = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
     // One read more than a warm instance: the new instance reads its outbox row once.
     expect(r.row).toEqual([9, 5, 1, 0]);
     const retained = await runInDurableObject(

@@ -20,6 +20,7 @@
  * leases on its own (the handoff runtime does that).
  */
 import type { BatchOpName, ClaimEventReason, ClaimPhase, ClaimRecord } from "../../protocol/claims.ts";
+import type { ClaimBodies, ClaimMutationName } from "../../protocol/claim-routes.ts";
 import type { PageOptions } from "../listing.ts";
 import type { ShiftlockError } from "../../protocol/errors.ts";
 import type { GenerationRecord, GenerationState } from "../../protocol/generations.ts";
@@ -49,58 +50,23 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
-export interface AcquireRequest {
-  claimName: string;
-  generationId: string;
-  /** Lease duration, 100 ms … 24 h. */
-  ttlMs: number;
-  /** Only acquire when nobody (not even the caller) holds the claim. */
-  allowEmptyOnly?: boolean;
-  operationId?: string;
-}
+/**
+ * The request of a claim mutation: the claim's name and the route's body (tokens as bigint),
+ * derived from the route declaration so a field added there is a field here.
+ * @example
+ * { claimName: "ledger", generationId: "g1", ttlMs: 15_000 } // AcquireRequest
+ */
+export type ClaimMutationRequest<K extends ClaimMutationName> = { claimName: string } & ClaimBodies[K];
 
-export interface RenewRequest {
-  claimName: string;
-  generationId: string;
-  token: bigint;
-  ttlMs: number;
-  operationId?: string;
-}
-
-export interface TransferRequest {
-  claimName: string;
-  fromGeneration: string;
-  toGeneration: string;
-  token: bigint;
-  /** How long the reservation holds before it expires. */
-  ttlMs: number;
-  operationId?: string;
-}
-
-export interface CommitRequest {
-  claimName: string;
-  fromGeneration: string;
-  toGeneration: string;
-  expectedToken: bigint;
-  /** The successor's lease duration. */
-  ttlMs: number;
-  operationId?: string;
-}
-
-export interface AbortRequest {
-  claimName: string;
-  fromGeneration: string;
-  toGeneration: string;
-  expectedToken: bigint;
-  operationId?: string;
-}
-
-export interface ReleaseRequest {
-  claimName: string;
-  generationId: string;
-  token: bigint;
-  operationId?: string;
-}
+/** `allowEmptyOnly`: only acquire when nobody (not even the caller) holds the claim. */
+export type AcquireRequest = ClaimMutationRequest<"acquire">;
+export type RenewRequest = ClaimMutationRequest<"renew">;
+/** A transfer's prepare: `ttlMs` is how long the reservation holds before it expires. */
+export type TransferRequest = ClaimMutationRequest<"prepare">;
+/** A transfer's commit: `ttlMs` is the successor's lease duration. */
+export type CommitRequest = ClaimMutationRequest<"commit">;
+export type AbortRequest = ClaimMutationRequest<"abort">;
+export type ReleaseRequest = ClaimMutationRequest<"release">;
 
 /** The request each batch op name stands for (the keys are exactly the op names of docs/protocol.md#batch). */
 interface BatchRequests extends Record<BatchOpName, object> {

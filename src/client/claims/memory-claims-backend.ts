@@ -26,7 +26,7 @@
  * const a = await claims.acquireClaim({ claimName: "c", generationId: "a", ttlMs: 1_000 });
  * await clock.advance(1_001); // the claim expires; watchers get `expired`
  */
-import type { ClaimCommand } from "../../core/claim-machine.ts";
+import { commandOf } from "../../core/claim-command.ts";
 import { emptyClaim, nextDeadlineMs } from "../../core/claim-machine.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
 import { systemClock, type Clock } from "../../core/clock.ts";
@@ -36,7 +36,7 @@ import {
   generationDecisionToResponse,
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
-import { CLAIM_MUTATIONS, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, claimRoutePath, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
 import { claimToWire } from "../../protocol/claims.ts";
 import { listClaims, listGenerations } from "../../protocol/listing-routes.ts";
 import { followCursors, memoryPage, type PageOptions } from "../listing.ts";
@@ -77,7 +77,6 @@ export interface MemoryClaimsBackendOptions {
 }
 
 /** Route paths below the claim, as operation fingerprints name them (`acquire`, `transfer/prepare`, …). */
-const CLAIM_PREFIX = "/v1/ns/{ns}/claims/{claim}/";
 
 /** Run `fn` now; its result or throw becomes the promise (every call is synchronous inside). */
 function settle<T>(fn: () => T): Promise<T> {
@@ -144,8 +143,9 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     const replayKey =
       operationId === undefined
         ? undefined
-        : { id: operationId, fingerprint: requestFingerprint(route.path.slice(CLAIM_PREFIX.length), body) };
-    const answer = slot.run(commandOf(op), this.clock.nowMs(), replayKey);
+        : { id: operationId, fingerprint: requestFingerprint(claimRoutePath(op.op), body) };
+    const { op: name, claimName: _claim, ...fields } = op;
+    const answer = slot.run(commandOf(name, fields), this.clock.nowMs(), replayKey);
     this.arm(slot);
     return { route, answer };
   }
@@ -374,29 +374,5 @@ export class MemoryClaimsBackend implements ClaimsBackend {
       },
       () => {},
     );
-  }
-}
-
-/** The machine's command for one op (the server maps its validated body the same way). */
-function commandOf(op: BatchOp): ClaimCommand {
-  switch (op.op) {
-    case "acquire":
-      return { kind: "acquire", generationId: op.generationId, ttlMs: op.ttlMs, allowEmptyOnly: op.allowEmptyOnly };
-    case "renew":
-      return { kind: "renew", generationId: op.generationId, token: op.token, ttlMs: op.ttlMs };
-    case "prepare": {
-      const { fromGeneration, toGeneration, token, ttlMs } = op;
-      return { kind: "prepare", fromGeneration, toGeneration, token, ttlMs };
-    }
-    case "commit": {
-      const { fromGeneration, toGeneration, expectedToken, ttlMs } = op;
-      return { kind: "commit", fromGeneration, toGeneration, expectedToken, ttlMs };
-    }
-    case "abort": {
-      const { fromGeneration, toGeneration, expectedToken } = op;
-      return { kind: "abort", fromGeneration, toGeneration, expectedToken };
-    }
-    case "release":
-      return { kind: "release", generationId: op.generationId, token: op.token };
   }
 }

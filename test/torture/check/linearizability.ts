@@ -27,7 +27,9 @@
  * - Visited (operations done, state) pairs are remembered by a 64-bit Zobrist hash of the
  *   done set: a collision could prune a branch (odds ~2^-64 per pair).
  */
+import { commandOf } from "../../../src/core/claim-command.ts";
 import { decideClaim, type ClaimCommand } from "../../../src/core/claim-machine.ts";
+import { CLAIM_MUTATIONS } from "../../../src/protocol/claim-routes.ts";
 import { claimRecordSchema, type ClaimRecord } from "../../../src/protocol/claims.ts";
 import type { HistoryEntry } from "../history.ts";
 import { crashes } from "./durability.ts";
@@ -109,52 +111,15 @@ function stateKey(s: State): string {
   return `${logicalKey(s.record)}|${s.expLo}|${s.expHi}|${s.nowLo}`;
 }
 
-/** Every field a claim mutation body may carry (each route uses some). */
-interface ClaimBody {
-  generationId: string;
-  fromGeneration: string;
-  toGeneration: string;
-  token: string;
-  expectedToken: string;
-  ttlMs: number;
-  allowEmptyOnly?: boolean;
-}
-
-function command(op: ClaimOp): ClaimCommand {
-  const b = op.body as unknown as ClaimBody;
-  switch (op.verb) {
-    case "get":
-      return { kind: "get" };
-    case "acquire":
-      return { kind: "acquire", generationId: b.generationId, ttlMs: b.ttlMs, allowEmptyOnly: b.allowEmptyOnly };
-    case "renew":
-      return { kind: "renew", generationId: b.generationId, token: BigInt(b.token), ttlMs: b.ttlMs };
-    case "release":
-      return { kind: "release", generationId: b.generationId, token: BigInt(b.token) };
-    case "prepare":
-      return {
-        kind: "prepare",
-        fromGeneration: b.fromGeneration,
-        toGeneration: b.toGeneration,
-        token: BigInt(b.token),
-        ttlMs: b.ttlMs,
-      };
-    case "commit":
-      return {
-        kind: "commit",
-        fromGeneration: b.fromGeneration,
-        toGeneration: b.toGeneration,
-        expectedToken: BigInt(b.expectedToken),
-        ttlMs: b.ttlMs,
-      };
-    case "abort":
-      return {
-        kind: "abort",
-        fromGeneration: b.fromGeneration,
-        toGeneration: b.toGeneration,
-        expectedToken: BigInt(b.expectedToken),
-      };
-  }
+/**
+ * The machine's command for an observed operation: its body decoded by its route, then the
+ * one mapping; undefined for a body the route refuses (the router answered, the machine never ran).
+ */
+function command(op: ClaimOp): ClaimCommand | undefined {
+  if (op.verb === "get") return { kind: "get" };
+  const verb = op.verb;
+  const body = CLAIM_MUTATIONS[verb].body.safeParse(op.body);
+  return body.success ? commandOf(verb, body.data) : undefined;
 }
 
 /** The states `op` can lead to from `s`, given its answer; empty when it cannot be placed here. */
@@ -346,10 +311,15 @@ export function checkLinearizability(history: readonly HistoryEntry[]): Lineariz
       }
       // An unanswered read changes nothing a later operation would not change the same way.
       if (op.result.type === "unknown" && op.verb === "get") continue;
+      const decoded = command(op);
+      if (decoded === undefined) {
+        result.skippedOps++;
+        continue;
+      }
       const answer = op.result.type === "ok" ? claimRecordSchema.parse(op.result.claim) : undefined;
       ops.push({
         op,
-        command: command(op),
+        command: decoded,
         answer,
         startMs: Math.max(op.invokeMs, answer === undefined ? 0 : appliedNotBefore(op.verb, answer)) - SLACK_MS,
         endMs:
