@@ -109,12 +109,7 @@ export const releaseBodySchema = z.strictObject({
   operationId,
 });
 
-export type AcquireBody = z.output<typeof acquireBodySchema>;
-export type RenewBody = z.output<typeof renewBodySchema>;
-export type PrepareBody = z.output<typeof prepareBodySchema>;
-export type CommitBody = z.output<typeof commitBodySchema>;
-export type AbortBody = z.output<typeof abortBodySchema>;
-export type ReleaseBody = z.output<typeof releaseBodySchema>;
+// Decoded bodies by op name: `ClaimBodies` in claim-routes.ts (one type per route, derived).
 
 /** Success body of every claim route. */
 export const claimResponseSchema = z.object({ claim: claimRecordSchema });

@@ -75,7 +75,6 @@ export const acquireBodySchema = z.strictObject({
   waitMs: durationMsSchema.optional(),
   waiterId: nameSchema.optional(),
 });
-export type AcquireBody = z.output<typeof acquireBodySchema>;
 
 /** `POST {scope}/leases/{leaseId}/keepalive`. Absent `ttlMs` reuses the lease's ttl. */
 export const keepaliveBodySchema = z.strictObject({ ttlMs: ttlMsSchema.optional() });
