@@ -8,7 +8,7 @@
  *   the path's namespace before validating anything (mount.ts).
  * - Every error, from any layer, leaves as the error envelope with the status from
  *   `ERROR_STATUS`, through the same `send` as every success; unknown routes are 404
- *   `not_found`; a 5xx is only ever a bug.
+ *   `not_found`; a 500 is only ever a bug (a platform overload is 503, platform-errors.ts).
  * - A watch authenticated by the `shiftlock.bearer.<token>` subprotocol gets that
  *   subprotocol echoed in its 101 here, in the router: the token never travels to an object.
  */
@@ -25,7 +25,11 @@ import { mountListingRoutes } from "./listing.ts";
 import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountPages } from "./pages.ts";
+import { platformRefusal } from "./platform-errors.ts";
 import { logRequest } from "./request-log.ts";
+import { mountWatchTicketRoutes, verifyTicket } from "./watch-tickets.ts";
+import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
+import { systemClock } from "../core/clock.ts";
 
 export const app = new Hono<AppEnv>();
 
@@ -37,6 +41,9 @@ app.onError((err, c) => {
     logRequest({ namespace: safeDecode(ns ?? ""), kind: "", name: "" }, `${c.req.method} (no route)`, answer, 0);
     return send(c, answer);
   }
+  // A platform overload outside a mounted route (platform-errors.ts) is still no bug.
+  const refusal = platformRefusal(err);
+  if (refusal !== undefined) return send(c, errorAnswer(refusal));
   console.error("unhandled error", err);
   return send(c, errorAnswer(new ShiftlockError("internal")));
 });
@@ -67,6 +74,17 @@ mountPages(app);
 app.use("/v1/*", cors);
 // Authentication first, for every /v1 path, known route or not.
 app.use("/v1/*", async (c, next) => {
+  const url = new URL(c.req.url);
+  const ticket = url.searchParams.get(WATCH_TICKET_PARAM);
+  if (ticket !== null) {
+    // A ticket authenticates one watch upgrade of its own path and nothing else (docs/protocol.md#watch-tickets).
+    if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") throw new ShiftlockError("unauthorized");
+    const use = await verifyTicket(c.env, ticket, url.pathname, systemClock.nowMs());
+    c.set("grant", use.grant);
+    c.set("ticket", use);
+    await next();
+    return;
+  }
   const presented = presentedToken(c.req.raw.headers);
   if (presented === undefined) throw new ShiftlockError("unauthorized");
   const grant = await authenticate(c.env.AUTH_TOKENS, presented.token);
@@ -85,3 +103,4 @@ mountClaimRoutes(app);
 mountGenerationRoutes(app);
 mountCoordRoutes(app);
 mountListingRoutes(app);
+mountWatchTicketRoutes(app);

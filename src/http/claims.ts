@@ -24,7 +24,9 @@ import type { AppContext } from "./mount.ts";
 import { errorAnswer, forwardWatch, mount } from "./mount.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { objectName } from "../durable/object-names.ts";
+import { callObject } from "./platform-errors.ts";
 import { logRequest } from "./request-log.ts";
+import { mayRepeat } from "../protocol/route.ts";
 import { systemClock } from "../core/clock.ts";
 
 /** The Durable Object of claim `name` in the request's namespace. */
@@ -55,7 +57,7 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
   mount(app, watchClaim, (c, { params, query }) => {
     const internal: Record<string, string> = { [WATCH_PARAMS.name]: params.claim };
     if (query.afterVersion !== undefined) internal[WATCH_PARAMS.afterVersion] = query.afterVersion.toString();
-    return forwardWatch(claimStub(c, params.ns, params.claim), internal);
+    return forwardWatch(c, claimStub(c, params.ns, params.claim), internal);
   });
 }
 
@@ -71,7 +73,11 @@ async function runBatchOp(c: AppContext, ns: string, op: BatchBody["ops"][number
     if (problem !== undefined) throw new ShiftlockError("invalid_request", `claim ${problem}`, { field: "claim" });
     const parsed = CLAIM_MUTATIONS[name].body.safeParse(rest);
     if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-    return await claimStub(c, ns, claim).command(claim, { op: name, body: parsed.data } as ClaimRequest);
+    const request = { op: name, body: parsed.data } as ClaimRequest;
+    // An overloaded object is this op's result, 503 `overloaded`, never the batch's (platform-errors.ts).
+    return await callObject(mayRepeat(CLAIM_MUTATIONS[name], parsed.data), () =>
+      claimStub(c, ns, claim).command(claim, request),
+    );
   } catch (err) {
     if (err instanceof ShiftlockError) return errorAnswer(err);
     console.error("batch op failed", err);

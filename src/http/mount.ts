@@ -12,7 +12,8 @@
  * 5. the body size-limited, parsed and decoded with the declared schema;
  * then the handler runs with decoded inputs, and {@link send} renders what it returns. Bad
  * input therefore never reaches a Durable Object, and every answer — success, refusal or
- * thrown error — leaves through `send`, so statuses and `Retry-After` are decided once.
+ * thrown error — leaves through `send`, so statuses and `Retry-After` are decided once; a
+ * Durable Object call the platform refuses as overloaded is 503 `overloaded` (platform-errors.ts).
  * Every write and every refusal writes one structured log line (request-log.ts) here.
  *
  * Does not: decide anything about claims, generations or scopes (the objects do).
@@ -22,13 +23,16 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { RouteInput, RouteSpec } from "../protocol/route.ts";
-import { pathParamNames } from "../protocol/route.ts";
+import { mayRepeat, pathParamNames } from "../protocol/route.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authorize } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";
 import { checkPathEncoding, nameParam } from "./params.ts";
+import { callObject } from "./platform-errors.ts";
 import { addressed, isLogged, logRequest } from "./request-log.ts";
 import { systemClock } from "../core/clock.ts";
+import { TICKET_USE_PARAMS } from "../durable/ticket-log.ts";
+import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
 
 export type AppContext = Context<AppEnv>;
 
@@ -52,7 +56,9 @@ export function mount<R extends RouteSpec>(app: Hono<AppEnv>, route: R, handler:
     let answer: WireResponse | Response;
     try {
       input = await validate(c, route, params);
-      answer = await handler(c, input);
+      const decoded = input;
+      // A platform overload is a 503 `overloaded`, never a 500 (platform-errors.ts).
+      answer = await callObject(mayRepeat(route, decoded.body), async () => handler(c, decoded));
     } catch (err) {
       if (!(err instanceof ShiftlockError)) throw err;
       answer = errorAnswer(err);
@@ -81,7 +87,9 @@ async function validate<R extends RouteSpec>(
   for (const { name, opaque } of paramSpecs) {
     params[name] = opaque ? (c.req.param(name) ?? "") : nameParam(c, name);
   }
-  const query: unknown = route.query === undefined ? undefined : queryParams(c, route.query);
+  // A watch's ticket was checked by the authentication middleware (app.ts); it is no query of the route.
+  const ignored = route.status === 101 ? [WATCH_TICKET_PARAM] : [];
+  const query: unknown = route.query === undefined ? undefined : queryParams(c, route.query, ignored);
   if (route.status === 101 && c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
     throw new ShiftlockError("invalid_request", "this route needs a WebSocket upgrade (Upgrade: websocket)", {
       field: "Upgrade",
@@ -100,13 +108,15 @@ function retryAfterSeconds(body: object | null): number {
 }
 
 /**
- * Render an answer: 204 without a body, JSON otherwise, `Retry-After` on every 429 (the protocol
- * §2). An upgrade `Response` passes through untouched.
+ * Render an answer: 204 without a body, JSON otherwise, `Retry-After` on every 429 and 503
+ * (docs/protocol.md#errors, #overload). An upgrade `Response` passes through untouched.
  */
 export function send(c: AppContext, answer: WireResponse | Response): Response {
   if (answer instanceof Response) return answer;
   if (answer.status === 204) return c.body(null, 204);
-  if (answer.status === 429) c.header("Retry-After", String(retryAfterSeconds(answer.body)));
+  if (answer.status === 429 || answer.status === 503) {
+    c.header("Retry-After", String(retryAfterSeconds(answer.body)));
+  }
   return c.json(answer.body, answer.status as ContentfulStatusCode);
 }
 
@@ -117,15 +127,22 @@ export function errorAnswer(err: ShiftlockError): WireResponse {
 
 /**
  * Forward a validated watch upgrade to its object. Only the upgrade travels on: the object
- * sees neither the bearer token nor its subprotocol (app.ts echoes that in the 101). A
- * refusal from the object (e.g. over its watcher cap) is re-rendered through {@link send}.
+ * sees neither the bearer token nor its subprotocol (app.ts echoes that in the 101), and of
+ * a watch ticket only its id and expiry, so the object can refuse a second use. A refusal
+ * from the object (e.g. over its watcher cap) is re-rendered through {@link send}.
  */
 export async function forwardWatch(
+  c: AppContext,
   stub: { fetch(url: string, init: RequestInit): Promise<Response> },
   params: Readonly<Record<string, string>>,
 ): Promise<WireResponse | Response> {
   const target = new URL("https://object.internal/watch");
   for (const [key, value] of Object.entries(params)) target.searchParams.set(key, value);
+  const ticket = c.get("ticket");
+  if (ticket !== undefined) {
+    target.searchParams.set(TICKET_USE_PARAMS.id, ticket.id);
+    target.searchParams.set(TICKET_USE_PARAMS.expiresAtMs, String(ticket.expiresAtMs));
+  }
   const res = await stub.fetch(target.toString(), { headers: { Upgrade: "websocket" } });
   if (res.status === 101) return res;
   return { status: res.status, body: await res.json<object | null>() };
