@@ -31,6 +31,7 @@
 import type { ClaimPhase, ClaimReason, ClaimRecord } from "../protocol/claims.ts";
 import { claimToWire } from "../protocol/claims.ts";
 import { formatCounter, sortableCounter } from "../protocol/counter.ts";
+import { encodeOnce } from "../protocol/encode-once.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
@@ -79,10 +80,10 @@ const CLAIM_SCHEMA: StoreSchema = {
   ],
 };
 
-/** The JSON text of a watch event message, as stored and as sent. */
-export function eventMessage(event: ClaimEvent): string {
-  return JSON.stringify({ type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs });
-}
+/** The JSON text of a watch event message, as stored and as sent: rendered once per event. */
+export const eventMessage: (event: ClaimEvent) => string = encodeOnce((event: ClaimEvent) =>
+  JSON.stringify({ type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs }),
+);
 
 const versionKey = sortableCounter;
 

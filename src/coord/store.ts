@@ -25,6 +25,7 @@
  * only hand the lease to nobody.
  */
 import { type CoordEvent, type ScopeId, eventToWire } from "../protocol/coord.ts";
+import { encodeOnce } from "../protocol/encode-once.ts";
 import { RETAINED_EVENTS } from "../protocol/watch.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
@@ -32,6 +33,11 @@ import { type HeldLease, type ScopeState, type ScopeStep, emptyScopeState } from
 import { planReplay } from "../core/scope-replay.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
+
+/** The JSON text of a watch event, as stored for replay and as sent: rendered once per event. */
+export const eventText: (event: CoordEvent) => string = encodeOnce((event: CoordEvent) =>
+  JSON.stringify(eventToWire(event)),
+);
 
 /** The scope store's schema, created at start-up (not lazily: a scope's first request reads it). */
 const SCOPE_SCHEMA: StoreSchema = {
@@ -199,7 +205,7 @@ export class ScopeStore extends MigratedStore {
       "INSERT INTO publish_history (generation, previous_generation, event) VALUES (?, ?, ?)",
       formatCounter(event.generation),
       formatCounter(previousGeneration),
-      JSON.stringify(eventToWire(event)),
+      eventText(event),
     );
     sql.exec("DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?", RETAINED_EVENTS);
   }
@@ -220,7 +226,7 @@ export class ScopeStore extends MigratedStore {
     }));
     const plan = planReplay(state, retained, afterGeneration);
     if (plan.kind === "none") return [];
-    if (plan.kind === "summary") return [JSON.stringify(eventToWire(plan.event))];
+    if (plan.kind === "summary") return [eventText(plan.event)];
     return retained.slice(plan.fromIndex).map((r) => r.message);
   }
 }

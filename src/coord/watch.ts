@@ -13,11 +13,11 @@
  *
  * Does not: persist history (the store does) or authenticate (the router does).
  */
-import { type CoordEvent, eventToWire, watchAckSchema } from "../protocol/coord.ts";
+import { type CoordEvent, watchAckSchema } from "../protocol/coord.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import type { ScopeState } from "../core/scope-machine.ts";
 import { Subscribers, type SubscriberAttachment } from "../durable/fan-out.ts";
-import type { ScopeStore } from "./store.ts";
+import { eventText, type ScopeStore } from "./store.ts";
 
 /** Tag of every watch socket. */
 export const WATCH_TAG = "coord-watch";
@@ -34,7 +34,7 @@ export class ScopeWatchers extends Subscribers<ScopeStore> {
 
   /** Send committed events to every subscriber, in commit order. Synchronous. */
   publish(events: readonly CoordEvent[]): void {
-    this.send(events.map((e) => ({ text: JSON.stringify(eventToWire(e)) })));
+    this.send(events.map((e) => ({ text: eventText(e) })));
   }
 
   protected override unackedAfter(ack: Record<string, unknown>, state: SubscriberAttachment): number | undefined {

@@ -9,6 +9,7 @@
  * reject them (docs/protocol.md#wire-conventions).
  */
 import { z } from "zod";
+import { encodeOnce } from "./encode-once.ts";
 import { counterSchema } from "./counter.ts";
 import { epochMsSchema, ttlMsSchema } from "./fields.ts";
 import { nameSchema } from "./names.ts";
@@ -62,10 +63,13 @@ export type ClaimRecord = z.output<typeof claimRecordSchema>;
 /** The claim record on the wire (counters as decimal strings). */
 export type ClaimRecordWire = z.input<typeof claimRecordSchema>;
 
-/** The wire form of a record (the codec's `encode`). */
-export function claimToWire(record: ClaimRecord): ClaimRecordWire {
-  return claimRecordSchema.encode(record);
-}
+/**
+ * The wire form of a record (the codec's `encode`), computed once per record object: the
+ * response, the events and the listing outbox of one mutation share it (encode-once.ts).
+ */
+export const claimToWire: (record: ClaimRecord) => ClaimRecordWire = encodeOnce((record: ClaimRecord) =>
+  claimRecordSchema.encode(record),
+);
 
 const operationId = nameSchema.optional().describe("client-chosen id; a retry with the same id replays the response");
 
