@@ -161,9 +161,10 @@ describe("authorize", () => {
     }
   });
 
-  it("derives every /v1 route's role from its method: read for GET (watch included), write otherwise", () => {
+  it("gives every /v1 route the role of its method — read for GET (watch included), write otherwise — but a watch ticket, which only reads", () => {
     for (const route of ROUTES.filter((r) => r.role !== "none")) {
-      expect(route.role, route.operationId).toBe(route.method === "GET" ? "read" : "write");
+      const expected = route.method === "GET" || route.operationId === "issueWatchTicket" ? "read" : "write";
+      expect(route.role, route.operationId).toBe(expected);
     }
   });
 });
