@@ -213,6 +213,8 @@ export function worldBody(route: RouteSpec, w: World): unknown {
     state: "standby",
     participantId: w.participantId,
     ops: [{ op: "release", claim: w.claim, generationId: w.generation, token: w.token }],
+    // A watch ticket names the watch it opens: the world claim's.
+    path: `/v1/ns/${w.ns}/claims/${w.claim}/watch`,
   };
   return sample(schema, "", overrides);
 }
