@@ -188,7 +188,8 @@ export class HttpClaimsBackend implements ClaimsBackend {
     return (await this.transport.call(getGeneration, { params: { id: generationId } }, opts?.signal)).generation;
   }
 
-  watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
+  /** See {@link ClaimsBackend.watchClaim}; `established` resolves once the server first answered. */
+  watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch & { readonly established: Promise<void> } {
     this.ensureOpen();
     const params = { claim: claimName };
     // Checked up front: a refused handshake would otherwise look like a transient failure.
