@@ -5,5 +5,7 @@ declare namespace Cloudflare {
     AUTH_TOKENS?: string;
     /** Origins browsers may call from: comma-separated, or `*` (src/http/cors.ts). Unset: none. */
     CORS_ORIGINS?: string;
+    /** HMAC key of watch tickets, ≥ 32 characters (src/http/watch-tickets.ts). Unset: derived from AUTH_TOKENS. */
+    WATCH_TICKET_KEY?: string;
   }
 }

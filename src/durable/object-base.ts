@@ -13,7 +13,8 @@
  *   delivered by a previous instance is sent at start-up.
  * - {@link WatchedObject} (claims, scopes) adds the watcher cap (`MAX_WATCHERS_PER_OBJECT`), the runtime's
  *   ping auto-response (answered without waking a hibernated object), the watch upgrade
- *   (400 before upgrading a bad request, 429 over the cap, otherwise 101) and the socket
+ *   (400 before upgrading a bad request, 429 over the cap, 401 for a watch ticket used
+ *   before or expired, otherwise 101) and the socket
  *   handlers (messages to the fan-out; closes and errors completed quietly).
  * - The 101 carries no `Sec-WebSocket-Protocol`: the bearer token offered as a subprotocol
  *   stays in the router, which adds the echo browsers require to the answer it returns.
@@ -28,6 +29,7 @@ import { AlarmSchedule } from "./alarm-schedule.ts";
 import { IndexOutbox } from "./index-outbox.ts";
 import { ObjectMeter } from "./object-meter.ts";
 import type { Subscribers } from "./fan-out.ts";
+import { TicketLog, ticketUseOf } from "./ticket-log.ts";
 import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers } from "./websocket.ts";
 
 export abstract class ShiftlockObject extends DurableObject<Env> {
@@ -72,9 +74,12 @@ export abstract class WatchedObject extends ShiftlockObject {
   maxWatchers: number;
   /** The object's watch subscribers (set by the subclass constructor). */
   protected abstract readonly watchers: Subscribers<unknown>;
+  /** Watch tickets this object accepted (each opens one watch, once). */
+  private readonly tickets: TicketLog;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.tickets = new TicketLog(ctx.storage.sql);
     this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
   }
@@ -90,10 +95,18 @@ export abstract class WatchedObject extends ShiftlockObject {
     what: string,
     register: (params: P, server: WebSocket) => Promise<void>,
   ): Promise<Response> {
-    if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket" || params === undefined) {
+    const ticket = ticketUseOf(new URL(request.url));
+    if (
+      request.headers.get("Upgrade")?.toLowerCase() !== "websocket" ||
+      params === undefined ||
+      ticket === "malformed"
+    ) {
       return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
     }
     if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers(what);
+    if (ticket !== undefined && !this.tickets.accept(ticket, this.clock.nowMs())) {
+      return jsonResponse(401, errorEnvelope("unauthorized", "watch ticket already used or expired"));
+    }
     const pair = new WebSocketPair();
     await register(params, pair[1]);
     this.outbox.count("watchersConnected");

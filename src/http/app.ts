@@ -26,6 +26,9 @@ import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountPages } from "./pages.ts";
 import { logRequest } from "./request-log.ts";
+import { mountWatchTicketRoutes, verifyTicket } from "./watch-tickets.ts";
+import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
+import { systemClock } from "../core/clock.ts";
 
 export const app = new Hono<AppEnv>();
 
@@ -67,6 +70,17 @@ mountPages(app);
 app.use("/v1/*", cors);
 // Authentication first, for every /v1 path, known route or not.
 app.use("/v1/*", async (c, next) => {
+  const url = new URL(c.req.url);
+  const ticket = url.searchParams.get(WATCH_TICKET_PARAM);
+  if (ticket !== null) {
+    // A ticket authenticates one watch upgrade of its own path and nothing else (docs/protocol.md#watch-tickets).
+    if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") throw new ShiftlockError("unauthorized");
+    const use = await verifyTicket(c.env, ticket, url.pathname, systemClock.nowMs());
+    c.set("grant", use.grant);
+    c.set("ticket", use);
+    await next();
+    return;
+  }
   const presented = presentedToken(c.req.raw.headers);
   if (presented === undefined) throw new ShiftlockError("unauthorized");
   const grant = await authenticate(c.env.AUTH_TOKENS, presented.token);
@@ -85,3 +99,4 @@ mountClaimRoutes(app);
 mountGenerationRoutes(app);
 mountCoordRoutes(app);
 mountListingRoutes(app);
+mountWatchTicketRoutes(app);

@@ -79,13 +79,14 @@ export async function jsonBody<S extends z.ZodType>(c: Context, schema: S): Prom
   return parsed.data;
 }
 
-/** Validate the query string (each parameter at most once). */
-export function queryParams<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
+/** Validate the query string (each parameter at most once; `ignored` ones are another layer's). */
+export function queryParams<S extends z.ZodType>(c: Context, schema: S, ignored: readonly string[] = []): z.output<S> {
   const url = new URL(c.req.url);
   // No prototype: `?__proto__=1` must become an own (unknown, refused) field, not a no-op
   // assignment to Object.prototype's `__proto__` setter that would let it pass unseen.
   const value = Object.create(null) as Record<string, string>;
   for (const [key, v] of url.searchParams) {
+    if (ignored.includes(key)) continue;
     if (Object.hasOwn(value, key)) {
       throw new ShiftlockError("invalid_request", `query parameter ${key} given twice`, { field: key });
     }

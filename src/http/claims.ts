@@ -68,7 +68,7 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
   mount(app, watchClaim, (c, { params, query }) => {
     const internal: Record<string, string> = { [WATCH_PARAMS.name]: params.claim };
     if (query.afterVersion !== undefined) internal[WATCH_PARAMS.afterVersion] = query.afterVersion.toString();
-    return forwardWatch(claimStub(c, params.ns, params.claim), internal);
+    return forwardWatch(c, claimStub(c, params.ns, params.claim), internal);
   });
 }
 

@@ -98,7 +98,7 @@ function mountFamily(app: Hono<AppEnv>, routes: ScopeRoutes): void {
     const internal: Record<string, string> = { [SCOPE_WATCH_PARAMS.scope]: JSON.stringify(scope) };
     if (query.afterGeneration !== undefined)
       internal[SCOPE_WATCH_PARAMS.afterGeneration] = query.afterGeneration.toString();
-    return forwardWatch(stub, internal);
+    return forwardWatch(c, stub, internal);
   });
 }
 

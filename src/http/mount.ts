@@ -29,6 +29,8 @@ import { jsonBody, queryParams } from "./body.ts";
 import { checkPathEncoding, nameParam } from "./params.ts";
 import { addressed, isLogged, logRequest } from "./request-log.ts";
 import { systemClock } from "../core/clock.ts";
+import { TICKET_USE_PARAMS } from "../durable/ticket-log.ts";
+import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
 
 export type AppContext = Context<AppEnv>;
 
@@ -81,7 +83,9 @@ async function validate<R extends RouteSpec>(
   for (const { name, opaque } of paramSpecs) {
     params[name] = opaque ? (c.req.param(name) ?? "") : nameParam(c, name);
   }
-  const query: unknown = route.query === undefined ? undefined : queryParams(c, route.query);
+  // A watch's ticket was checked by the authentication middleware (app.ts); it is no query of the route.
+  const ignored = route.status === 101 ? [WATCH_TICKET_PARAM] : [];
+  const query: unknown = route.query === undefined ? undefined : queryParams(c, route.query, ignored);
   if (route.status === 101 && c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
     throw new ShiftlockError("invalid_request", "this route needs a WebSocket upgrade (Upgrade: websocket)", {
       field: "Upgrade",
@@ -117,15 +121,22 @@ export function errorAnswer(err: ShiftlockError): WireResponse {
 
 /**
  * Forward a validated watch upgrade to its object. Only the upgrade travels on: the object
- * sees neither the bearer token nor its subprotocol (app.ts echoes that in the 101). A
- * refusal from the object (e.g. over its watcher cap) is re-rendered through {@link send}.
+ * sees neither the bearer token nor its subprotocol (app.ts echoes that in the 101), and of
+ * a watch ticket only its id and expiry, so the object can refuse a second use. A refusal
+ * from the object (e.g. over its watcher cap) is re-rendered through {@link send}.
  */
 export async function forwardWatch(
+  c: AppContext,
   stub: { fetch(url: string, init: RequestInit): Promise<Response> },
   params: Readonly<Record<string, string>>,
 ): Promise<WireResponse | Response> {
   const target = new URL("https://object.internal/watch");
   for (const [key, value] of Object.entries(params)) target.searchParams.set(key, value);
+  const ticket = c.get("ticket");
+  if (ticket !== undefined) {
+    target.searchParams.set(TICKET_USE_PARAMS.id, ticket.id);
+    target.searchParams.set(TICKET_USE_PARAMS.expiresAtMs, String(ticket.expiresAtMs));
+  }
   const res = await stub.fetch(target.toString(), { headers: { Upgrade: "websocket" } });
   if (res.status === 101) return res;
   return { status: res.status, body: await res.json<object | null>() };

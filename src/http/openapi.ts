@@ -33,6 +33,7 @@ import { NAME_MAX_BYTES, nameSchema } from "../protocol/names.ts";
 import type { RouteSpec } from "../protocol/route.ts";
 import { pathParamNames, routeErrorCodes } from "../protocol/route.ts";
 import { ROUTES } from "../protocol/routes.ts";
+import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
 import { BEARER_SUBPROTOCOL_PREFIX } from "./auth.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
 import pkg from "../../package.json" with { type: "json" };
@@ -250,6 +251,7 @@ function operation(route: RouteSpec, schemas: SchemaSet): Json {
     });
     op["x-websocket"] = {
       subprotocol: `${BEARER_SUBPROTOCOL_PREFIX}<token> (browsers; echoed in the handshake)`,
+      ticket: `?${WATCH_TICKET_PARAM}=T instead of a token: T from POST /v1/ns/{ns}/watch-tickets (single use, 60 s)`,
       serverMessages: schemas.ref(route.websocket.server, `${name}ServerMessage`),
       clientMessages: schemas.ref(route.websocket.client, `${name}ClientMessage`),
       closeCodes: { "4008": "subscriber could not keep up; resume with the after… parameter" },
@@ -283,6 +285,10 @@ function buildDocument(): Json {
       { name: "generations", description: "Deployment generations (docs/protocol.md#generations)" },
       { name: "coord", description: "Write leases per scope (docs/protocol.md#coord)" },
       { name: "listing", description: "Listing from the namespace index, and stats (docs/protocol.md#listing)" },
+      {
+        name: "watch",
+        description: "Watch tickets: open a watch without a bearer token (docs/protocol.md#watch-tickets)",
+      },
     ],
     security: [{ bearerAuth: [] }],
     paths,

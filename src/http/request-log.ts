@@ -24,6 +24,7 @@ const KIND: Record<RouteSpec["tag"], string> = {
   generations: "generation",
   coord: "scope",
   listing: "index",
+  watch: "ticket",
 };
 
 /** One log line, as written. */

@@ -31,7 +31,7 @@ export type PathParamNames<P extends string> = P extends `${string}{${infer K}}$
 export interface RouteSpec {
   /** Unique, stable operation name (OpenAPI `operationId`). */
   operationId: string;
-  tag: "meta" | "claims" | "generations" | "coord" | "listing";
+  tag: "meta" | "claims" | "generations" | "coord" | "listing" | "watch";
   summary: string;
   description?: string;
   method: HttpMethod;

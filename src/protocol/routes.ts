@@ -9,6 +9,7 @@ import { LISTING_ROUTES } from "./listing-routes.ts";
 import type { RouteSpec } from "./route.ts";
 import { defineRoute } from "./route.ts";
 import { SCOPE_ROUTES } from "./scope-routes.ts";
+import { WATCH_TICKET_ROUTES } from "./watch-ticket-routes.ts";
 
 export const health = defineRoute({
   operationId: "health",
@@ -40,4 +41,5 @@ export const ROUTES: readonly RouteSpec[] = [
   ...GENERATION_ROUTES,
   ...SCOPE_ROUTES,
   ...LISTING_ROUTES,
+  ...WATCH_TICKET_ROUTES,
 ];

@@ -70,8 +70,8 @@ describe("GET /openapi.json", () => {
     const missing = [...served()].filter((r) => !documented().has(r));
     expect(missing).toEqual([]);
     // 2 meta + 8 claims + batch + 3 generations + 8 coord routes under each of 3 scope prefixes
-    // + 3 lists and stats.
-    expect(served().size).toBe(42);
+    // + 3 lists and stats + watch tickets.
+    expect(served().size).toBe(43);
   });
 
   it("describes no route the Worker does not serve", () => {

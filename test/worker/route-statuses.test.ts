@@ -8,11 +8,17 @@ import { ERROR_STATUS } from "../../src/protocol/errors.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames, routeErrorCodes, routeStatuses } from "../../src/protocol/route.ts";
 import { ROUTES } from "../../src/protocol/routes.ts";
+import { watchClaim } from "../../src/protocol/claim-routes.ts";
+import { issueWatchTicket } from "../../src/protocol/watch-ticket-routes.ts";
 import { bodySchema, sample } from "./route-world.ts";
+
+/** The namespace of the well-formed variant, which a watch ticket's `path` must name. */
+const WELL_FORMED_NS = "ns-well-formed";
 
 function wellFormedBody(route: RouteSpec): string | undefined {
   const schema = bodySchema(route);
-  return schema === undefined ? undefined : JSON.stringify(sample(schema));
+  const path = fillPath(watchClaim.path, { ns: WELL_FORMED_NS, claim: "claim-1" });
+  return schema === undefined ? undefined : JSON.stringify(sample(schema, "", { path }));
 }
 
 function url(route: RouteSpec, ns: string): string {
@@ -28,7 +34,14 @@ interface Variant {
 }
 
 function variants(route: RouteSpec): Variant[] {
-  const out: Variant[] = [{ name: "well-formed", token: "test-write-all", body: wellFormedBody(route) }];
+  const out: Variant[] = [
+    {
+      name: "well-formed",
+      token: "test-write-all",
+      ...(route === issueWatchTicket ? { ns: WELL_FORMED_NS } : {}),
+      body: wellFormedBody(route),
+    },
+  ];
   if (route.role === "none") return out;
   out.push({ name: "no token", token: null, body: wellFormedBody(route) });
   out.push({ name: "read token", token: "test-read-all", body: wellFormedBody(route) });
