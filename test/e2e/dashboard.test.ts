@@ -64,6 +64,17 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     await listed("scopes", 1);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    // Every WebSocket the page opens: its URL and subprotocols.
+    await page.addInitScript(`
+      window.openedSockets = [];
+      const Native = window.WebSocket;
+      window.WebSocket = class extends Native {
+        constructor(url, protocols) {
+          super(url, protocols);
+          window.openedSockets.push({ url: String(url), protocols: [].concat(protocols ?? []) });
+        }
+      };
+    `);
     page.on("pageerror", (e) => errors.push(e.message));
     page.on("console", (m) => {
       if (m.type() === "error") errors.push(m.text());
@@ -181,6 +192,16 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     expect(whileOwned.filter((entry) => /expired/.test(entry))).toEqual([]);
     expect(await page.textContent(`tr[data-name="${claimName}"] td:nth-child(6)`)).toBe("expired");
     expect(errors).toEqual([]);
+  });
+
+  it("opens every watch with a single-use ticket, never with the token", async () => {
+    const sockets = await page.evaluate<{ url: string; protocols: string[] }[]>("window.openedSockets");
+    expect(sockets.length).toBeGreaterThanOrEqual(names.length);
+    for (const socket of sockets) {
+      expect(new URL(socket.url).searchParams.get("ticket")).toMatch(/^v1\./);
+      expect(socket.protocols).toEqual([]);
+      expect(socket.url).not.toContain("dev-token");
+    }
   });
 
   it("returns to the token form with the server's reason when the token is refused", async () => {

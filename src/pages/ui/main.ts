@@ -5,7 +5,9 @@
  * Guarantees:
  * - Asks for a namespace and a token (kept in `sessionStorage`: this tab only);
  *   `/ui?ns=NS#token=T` opens NS with T directly and removes the token from the address bar.
- *   Every call goes to this origin only, with that token. A token the server refuses
+ *   Every call goes to this origin only, with that token in its `Authorization` header;
+ *   watches open with single-use watch tickets (docs/protocol.md#watch-tickets), so the
+ *   token never travels in a URL or a subprotocol. A token the server refuses
  *   (`unauthorized`, `forbidden`) brings the token form back with the server's reason.
  * - Claims are listed a page at a time from the namespace index (docs/protocol.md#listing:
  *   `prefix`, `phase`, `owner` filters, opaque cursors), so 10,000 claims cost one page of DOM.
@@ -21,6 +23,7 @@
  */
 import { HttpClaimsBackend } from "../../client/claims/http-claims-backend.ts";
 import { HttpTransport } from "../../client/transport/http-transport.ts";
+import { ticketSockets } from "../../client/transport/ticket-socket.ts";
 import type { ClaimPhase } from "../../protocol/claims.ts";
 import { hasCode } from "../../protocol/errors.ts";
 import { listClaims, listGenerations, listScopes } from "../../protocol/listing-routes.ts";
@@ -202,7 +205,10 @@ function open(ns: string): void {
   const options = { baseUrl: location.origin, token: token(), namespace: ns };
   let session: Session;
   try {
-    session = { ns, transport: new HttpTransport(options), claims: new HttpClaimsBackend(options) };
+    const transport = new HttpTransport(options);
+    // Watches open with single-use tickets: the token never travels in a subprotocol.
+    const claims = new HttpClaimsBackend({ ...options, WebSocket: ticketSockets(transport), webSocketAuth: "header" });
+    session = { ns, transport, claims };
   } catch (err) {
     // A namespace the protocol cannot name, refused before any request.
     byId("connect").hidden = false;
