@@ -10,8 +10,9 @@
  * nothing is fetched from a network. Does not: serve anything (the Worker does, with its
  * headers, from the `ASSETS` binding: src/http/pages.ts).
  */
-import { copyFileSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, realpathSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 
 /** Where the assets land: wrangler.toml's `[assets] directory`. */
@@ -41,9 +42,10 @@ const ENGLISH_ONLY: Plugin = {
 
 /** Build every page into `outDir` (default {@link PAGES_OUT_DIR}); ≈ 0.3 s. */
 export async function buildPages(root = process.cwd(), outDir = join(root, PAGES_OUT_DIR)): Promise<void> {
-  rmSync(outDir, { recursive: true, force: true });
   for (const page of PAGES) {
     const source = resolve(root, "src/pages", page);
+    // Only the pages' own folders: the directory itself is in git (see .gitignore).
+    rmSync(join(outDir, page), { recursive: true, force: true });
     mkdirSync(join(outDir, page), { recursive: true });
     await build({
       entryPoints: [join(source, "main.ts")],
@@ -62,4 +64,6 @@ export async function buildPages(root = process.cwd(), outDir = join(root, PAGES
   }
 }
 
-if (import.meta.url === `file://${process.argv[1] ?? ""}`) await buildPages();
+// Run as a script (wrangler's [build]); compared by real path, as the script may be reached through a symlink.
+const script = process.argv[1];
+if (script !== undefined && realpathSync(script) === fileURLToPath(import.meta.url)) await buildPages();
