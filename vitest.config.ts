@@ -16,6 +16,7 @@ export const TEST_AUTH_TOKENS = JSON.stringify([
   { token: "test-write-all", role: "write", namespaces: "*" },
   { token: "test-read-all", role: "read", namespaces: "*" },
   { token: "test-write-alpha", role: "write", namespaces: ["alpha"] },
+  { token: "test-admin-all", role: "admin", namespaces: "*", name: "test-admin" },
 ]);
 
 /** Origins the worker tests' CORS configuration allows (a list, as a deployment would set it). */

@@ -81,7 +81,8 @@ const CLAIM_SCHEMA: StoreSchema = {
 
 /** The JSON text of a watch event message, as stored and as sent. */
 export function eventMessage(event: ClaimEvent): string {
-  return JSON.stringify({ type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs });
+  const message = { type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs };
+  return JSON.stringify(event.note === undefined ? message : { ...message, note: event.note });
 }
 
 const versionKey = (version: bigint): string => version.toString().padStart(20, "0");

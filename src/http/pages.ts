@@ -36,8 +36,8 @@ for (const page of ["docs", "ui"]) {
   PAGES[`/${page}/app.css`] = { file: `/${page}/app.css`, type: STYLE };
 }
 
-/** The paths of the pages: served here, deliberately not in `/openapi.json`. */
-export const PAGE_PATHS: readonly string[] = Object.keys(PAGES);
+/** The paths of the pages (and `/`, their redirect): served here, deliberately not in `/openapi.json`. */
+export const PAGE_PATHS: readonly string[] = ["/", ...Object.keys(PAGES)];
 
 export function mountPages(app: Hono<AppEnv>): void {
   app.get("/", (c) => c.redirect("/ui", 302));

@@ -19,8 +19,11 @@ import { ERROR_STATUS } from "./errors.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
-/** Who may call a route: anyone, or a token with the `read` or `write` role (docs/protocol.md#wire-conventions). */
-export type RouteRole = "none" | "read" | "write";
+/**
+ * Who may call a route: anyone, or a token with at least the `read`, `write` or `admin` role
+ * (docs/protocol.md#authentication-and-roles).
+ */
+export type RouteRole = "none" | "read" | "write" | "admin";
 
 /** The names of the `{param}`s of a path template, as a union of string literals. */
 export type PathParamNames<P extends string> = P extends `${string}{${infer K}}${infer Rest}`

@@ -91,7 +91,7 @@ it("prints where the API, /ui and /docs are, each answering, and none of wrangle
   await run.printed("API docs");
   const base = `http://127.0.0.1:${port}`;
   const lines = run.output().split("\n");
-  expect(lines).toContain(`  API        ${base}  (Authorization: Bearer dev-token)`);
+  expect(lines).toContain(`  API        ${base}  (Authorization: Bearer dev-token; dev-admin-token may also evict)`);
   expect(lines).toContain(`  dashboard  ${base}/ui`);
   expect(lines).toContain(`  API docs   ${base}/docs`);
   for (const path of ["/ui", "/docs", "/healthz"]) expect((await fetch(`${base}${path}`)).status, path).toBe(200);

@@ -13,8 +13,8 @@ import { objectName } from "../../src/durable/object-names.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames } from "../../src/protocol/route.ts";
 
-/** The token that sets the world up and reads it back (all namespaces, write role). */
-export const SETUP_TOKEN = "test-write-all";
+/** The token that sets the world up and reads it back (all namespaces, admin role: it may call every route). */
+export const SETUP_TOKEN = "test-admin-all";
 
 /** The JSON Schema shapes {@link sample} understands (what `inlineSchema` emits for our bodies). */
 export interface JsonSchema {
@@ -144,17 +144,17 @@ export async function seedWorld(prefix: string): Promise<World> {
  * objects a route addresses between a test's before and after snapshots: only the request
  * under test may. Runs every alarm due soon — a generation arms one 1 s after every change,
  * as the safety net of its index delivery (docs/listing.md), so any accepted request leaves
- * one behind — and, for a listing route, delivers every object's pending index entry and
- * counters (the index is what such a route addresses). An alarm handler recomputes from the
+ * one behind — and delivers every object's pending index entry and counters (the index is
+ * what a listing route addresses). An alarm handler recomputes from the
  * saved state, so running it early changes nothing but the alarm (it re-arms for what is
  * really due).
  */
 export async function settleWorld(w: World, route?: RouteSpec): Promise<void> {
   const stubs = worldStubs(w, route);
-  if (route?.tag === "listing") {
-    for (const stub of worldStubs(w)) {
-      await runInDurableObject(stub, (instance) => (instance as ShiftlockObject).outbox.flush());
-    }
+  // Every object's pending index entry and counters, always: a delivery still in flight
+  // (coalescing, or slowed by a busy machine) would otherwise land between the snapshots.
+  for (const stub of worldStubs(w)) {
+    await runInDurableObject(stub, (instance) => (instance as ShiftlockObject).outbox.flush());
   }
   for (const stub of stubs) {
     // Only alarms due within a test's span: not the expiries of the world's hour-long claim
