@@ -110,7 +110,13 @@ describe("watch tickets", () => {
     await expect(verifyTicket(keyed, issued.ticket, path, 2_000)).resolves.toMatchObject({ id: expect.any(String) });
     await expect(verifyTicket(env, issued.ticket, path, 2_000)).rejects.toMatchObject({ code: "unauthorized" });
     await expect(
-      signTicket({ ...env, WATCH_TICKET_KEY: "short" }, { role: "read", name: "reader", namespaces: "*" }, "n", path, 1_000),
+      signTicket(
+        { ...env, WATCH_TICKET_KEY: "short" },
+        { role: "read", name: "reader", namespaces: "*" },
+        "n",
+        path,
+        1_000,
+      ),
     ).rejects.toMatchObject({ code: "internal" });
   });
 });
