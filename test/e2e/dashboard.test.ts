@@ -214,6 +214,44 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     await fresh.close();
   });
 
+  it("offers no Evict to a token that is not an admin's", async () => {
+    await page.waitForSelector("body[data-role=write]");
+    expect(await page.locator("button.evict").count()).toBe(0);
+  });
+
+  it("lets an admin evict a held claim, only after a confirmation that Cancel leaves alone", async () => {
+    const admin = await browser!.newPage();
+    admin.on("pageerror", (e) => errors.push(e.message));
+    await admin.goto(`${inject("serverUrl")}/ui?ns=${namespace}#token=dev-admin-token`);
+    await admin.waitForSelector("body[data-role=admin]");
+    const evict = `tr[data-name="scheduler"] button.evict`;
+    await admin.waitForSelector(evict);
+    // A held scope offers it too.
+    await admin.waitForSelector(
+      `#scopes-body button.evict[aria-label="Evict ${scope.volumeId}/${scope.objectStoreId}"]`,
+    );
+
+    await admin.click(evict);
+    await admin.waitForSelector("#evict-dialog[open]");
+    expect(await admin.textContent("#evict-what")).toContain("gen-a");
+    await admin.click("#evict-cancel");
+    expect(await admin.locator("#evict-dialog[open]").count()).toBe(0);
+    expect((await claims.getClaim("scheduler")).phase).toBe("owned");
+
+    await admin.click(evict);
+    await admin.fill("#evict-note", "drill");
+    await admin.click("#evict-confirm");
+    await admin.waitForSelector(`tr[data-name="scheduler"][data-phase=unowned]`, { timeout: ROW_UPDATE_TIMEOUT_MS });
+    const evicted = await claims.getClaim("scheduler");
+    expect(evicted.phase).toBe("unowned");
+    expect(evicted.reason).toBe("evicted");
+    expect(await admin.locator(`${evict}`).count()).toBe(0);
+    await admin.click(`tr[data-name="scheduler"] th button`);
+    await admin.waitForSelector(`#timeline li[data-reason=evicted]`);
+    await admin.close();
+    expect(errors).toEqual([]);
+  });
+
   it("opens from a form when no namespace or token is given", async () => {
     const fresh = await browser!.newPage();
     await fresh.goto(`${inject("serverUrl")}/ui`);

@@ -13,13 +13,14 @@
  * - A watch or read refused for the token (`unauthorized`, `forbidden`) is reported through
  *   `onRefused`, once.
  *
- * Does not: act on the claim (main.ts offers eviction), or poll: it asks the object only when
+ * Does not: act on the claim (its Evict button, for an admin, opens evict.ts's confirmation), or poll: it asks the object only when
  * a deadline it shows has passed, at most once a second.
  */
 import type { HttpClaimsBackend } from "../../client/claims/http-claims-backend.ts";
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { hasCode } from "../../protocol/errors.ts";
 import { el } from "../dom.ts";
+import { evictButton, type EvictTarget } from "./evict.ts";
 import { expiryView } from "./expiry.ts";
 
 /** Events kept per claim timeline (the server retains more; the page shows the latest). */
@@ -46,6 +47,10 @@ export interface ClaimRowContext {
   onRefused: (reason: string) => void;
   /** The row's record or timeline changed (the open timeline panel re-renders). */
   onChange: (row: ClaimRow) => void;
+  /** The token is an admin's (whoami): held claims get an Evict button. */
+  admin: () => boolean;
+  /** Ask the operator to confirm an eviction (evict.ts). */
+  confirmEvict: (target: EvictTarget) => void;
 }
 
 export class ClaimRow {
@@ -163,7 +168,8 @@ export class ClaimRow {
     }
   }
 
-  private render(): void {
+  /** Show the record held (and the Evict button, for an admin and a held claim). */
+  render(): void {
     const r = this.record ?? this.listed;
     const cells = this.tr.children;
     cells[1]!.textContent = r.ownerGeneration || "—";
@@ -177,6 +183,12 @@ export class ClaimRow {
     this.tr.setAttribute("data-version", r.version.toString());
     this.tr.setAttribute("data-successor", r.pendingSuccessor);
     if (this.record !== null) this.tr.setAttribute("data-expires", String(this.record.expiresAtMs));
+    const actions = cells[7]!;
+    actions.textContent = "";
+    if (this.ctx.admin() && this.record !== null && this.record.phase !== "unowned") {
+      const target = { kind: "claim", name: this.name, owner: r.ownerGeneration, token: r.fencingToken } as const;
+      actions.append(evictButton(target, this.ctx.confirmEvict));
+    }
     this.tick();
   }
 }

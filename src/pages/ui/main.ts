@@ -18,8 +18,12 @@
  * - Durations read as people read them (format.ts). Text from the server is inserted with
  *   `textContent`, never as HTML.
  *
- * Does not: change anything (the read role suffices), or watch generations and scopes (no
- * watch exists for a generation; scope rows are refreshed on demand).
+ * - Evict buttons (claims and scopes that are held) appear only when the token's `whoami`
+ *   says `admin`, and act only after a confirmation (evict.ts).
+ *
+ * Does not: change anything but by an admin's confirmed eviction (the read role suffices),
+ * or watch generations and scopes (no watch exists for a generation; scope rows are
+ * refreshed on demand and after an eviction).
  */
 import { HttpClaimsBackend } from "../../client/claims/http-claims-backend.ts";
 import { HttpTransport } from "../../client/transport/http-transport.ts";
@@ -27,9 +31,11 @@ import { ticketSockets } from "../../client/transport/ticket-socket.ts";
 import type { ClaimPhase } from "../../protocol/claims.ts";
 import { hasCode } from "../../protocol/errors.ts";
 import { listClaims, listGenerations, listScopes } from "../../protocol/listing-routes.ts";
+import { whoami } from "../../protocol/routes.ts";
 import { NS_KEY, TOKEN_KEY, byId, el, storedNamespace, takeTokenFromFragment, token } from "../dom.ts";
 import { formatAgo } from "../format.ts";
 import { ClaimRow, newestFirst, type Timeline, type TimelineEntry } from "./claim-row.ts";
+import { evictButton, evictDialog, scopeLabel } from "./evict.ts";
 
 const PAGE_SIZE = 100;
 
@@ -50,7 +56,18 @@ const state = {
   rows: new Map<string, ClaimRow>(),
   timelines: new Map<string, Timeline>(),
   selected: undefined as string | undefined,
+  /** The token's role is `admin` (whoami): Evict buttons are shown. */
+  admin: false,
 };
+
+const confirmEvict = evictDialog(
+  () => state.session?.transport,
+  (target) => {
+    status(`evicted ${target.kind === "claim" ? target.name : scopeLabel(target.scope)}`);
+    // A claim's row hears it from its watch; scope rows are a summary read again.
+    if (target.kind === "scope") withSession((s) => void loadOthers(s));
+  },
+);
 
 function status(text: string): void {
   byId("status").textContent = text;
@@ -129,6 +146,8 @@ async function loadClaims(session: Session): Promise<void> {
     onChange: (row: ClaimRow) => {
       if (state.selected === row.name) renderTimeline(row);
     },
+    admin: () => state.admin,
+    confirmEvict,
   };
   for (const listed of page.claims) {
     // A claim's timeline outlives its row: paging or filtering away and back keeps it.
@@ -151,17 +170,12 @@ async function loadClaims(session: Session): Promise<void> {
   document.body.setAttribute("data-ready", "true");
 }
 
-function fillTable(bodyId: string, rows: readonly (readonly string[])[]): void {
+/** Rows of a summary table: the first cell is the row's header, the others text or a control. */
+function fillTable(bodyId: string, rows: readonly (readonly [string, ...(string | Node)[]])[]): void {
   const tbody = byId(bodyId);
   tbody.textContent = "";
-  for (const cells of rows) {
-    tbody.append(
-      el(
-        "tr",
-        {},
-        cells.map((text, i) => (i === 0 ? el("th", { scope: "row", text }) : el("td", { text }))),
-      ),
-    );
+  for (const [head, ...cells] of rows) {
+    tbody.append(el("tr", {}, [el("th", { scope: "row", text: head }), ...cells.map((c) => el("td", {}, [c]))]));
   }
 }
 
@@ -187,10 +201,11 @@ async function loadOthers(session: Session): Promise<void> {
     fillTable(
       "scopes-body",
       scopes.scopes.map((s) => [
-        [s.volumeId, s.objectStoreId, s.key].filter((part) => part !== "").join("/"),
+        scopeLabel(s),
         s.generation.toString(),
         s.held ? s.holder || "held" : "free",
         s.wantLock ? "yes" : "no",
+        state.admin && s.held ? evictButton({ kind: "scope", scope: s }, confirmEvict) : "",
       ]),
     );
   } catch (err) {
@@ -228,8 +243,24 @@ function open(ns: string): void {
   url.searchParams.set("ns", ns);
   url.hash = "";
   history.replaceState(null, "", url.pathname + url.search);
+  state.admin = false;
+  document.body.removeAttribute("data-role");
   void loadClaims(session);
-  void loadOthers(session);
+  void loadRole(session).then(() => loadOthers(session));
+}
+
+/** Whether this token may evict (whoami): re-renders the rows with or without Evict. */
+async function loadRole(session: Session): Promise<void> {
+  try {
+    const { role } = await session.transport.call(whoami, {});
+    if (state.session !== session) return;
+    state.admin = role === "admin";
+    document.body.setAttribute("data-role", role);
+    for (const row of state.rows.values()) row.render();
+  } catch (err) {
+    if (refused(err)) return backToForm(message(err));
+    status(`could not read this token's role: ${message(err)}`);
+  }
 }
 
 function withSession(action: (session: Session) => void): void {
