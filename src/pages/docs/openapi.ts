@@ -35,11 +35,16 @@ function isObject(node: Json | undefined): node is JsonObject {
   return typeof node === "object" && node !== null && !Array.isArray(node);
 }
 
+/** The value under `keys` (through objects only), or undefined. */
+export function at(node: Json | undefined, ...keys: string[]): Json | undefined {
+  let found = node;
+  for (const key of keys) found = isObject(found) ? found[key] : undefined;
+  return found;
+}
+
 /** What a local reference (`#/components/…`) points at. */
 function target(doc: OpenApiDocument, ref: string): Json | undefined {
-  let node: Json | undefined = doc as unknown as Json;
-  for (const key of ref.replace(/^#\//, "").split("/")) node = isObject(node) ? node[key] : undefined;
-  return node;
+  return at(doc as unknown as Json, ...ref.replace(/^#\//, "").split("/"));
 }
 
 /** `node` with every reference replaced by what it points at (a cycle is left as its `$ref`). */

@@ -9,7 +9,15 @@
  * the point. Everything from the document is inserted as text.
  */
 import { el, storedNamespace, token } from "../dom.ts";
-import { resolve, responseCodes, responseObject, type Json, type OpenApiDocument, type Operation } from "./openapi.ts";
+import {
+  at,
+  resolve,
+  responseCodes,
+  responseObject,
+  type Json,
+  type OpenApiDocument,
+  type Operation,
+} from "./openapi.ts";
 
 function pre(value: Json): HTMLElement {
   return el("pre", { class: "schema", text: JSON.stringify(value, null, 2) });
@@ -151,15 +159,9 @@ export function operationView(doc: OpenApiDocument, path: string, method: string
     );
   }
   parts.push(list);
-  const [firstStatus] = Object.keys(op.responses);
-  const ok = resolve(doc, firstStatus === undefined ? null : op.responses[firstStatus]);
-  const okSchema = ok !== null && typeof ok === "object" && !Array.isArray(ok) ? ok["content"] : undefined;
-  if (okSchema !== null && typeof okSchema === "object" && !Array.isArray(okSchema) && okSchema !== undefined) {
-    const json = okSchema["application/json"];
-    if (json !== null && typeof json === "object" && !Array.isArray(json) && json !== undefined) {
-      parts.push(el("details", {}, [el("summary", { text: "Success schema" }), pre(json["schema"] ?? null)]));
-    }
-  }
+  const [success] = Object.values(op.responses);
+  const schema = at(resolve(doc, success), "content", "application/json", "schema");
+  if (schema !== undefined) parts.push(el("details", {}, [el("summary", { text: "Success schema" }), pre(schema)]));
   if (op["x-websocket"] !== undefined) {
     parts.push(el("h4", { text: "WebSocket" }), pre(resolve(doc, op["x-websocket"])));
   } else {
