@@ -25,9 +25,15 @@ type Listener = (event: never) => void;
 const CONNECTING = 0;
 const CLOSED = 3;
 
-/** A constructor whose sockets open with tickets issued through `transport`. */
-export function ticketSockets(transport: HttpTransport): WebSocketConstructor {
-  const Native = (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
+/**
+ * A constructor whose sockets open with tickets issued through `transport`, each through
+ * `Native` (default: the global `WebSocket` of browsers, Workers and Node ≥ 22; on Node 20
+ * pass the `ws` package's).
+ */
+export function ticketSockets(
+  transport: HttpTransport,
+  Native = (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket,
+): WebSocketConstructor {
   return class TicketSocket implements WebSocketLike {
     private socket: WebSocketLike | undefined;
     private closed = false;
