@@ -21,7 +21,6 @@ export type { MemoryClaimsBackendOptions } from "./claims/memory-claims-backend.
 export { HttpTransport, isNetworkError } from "./transport/http-transport.ts";
 export type { FetchLike, HttpTransportOptions } from "./transport/http-transport.ts";
 export type { WatchConnectionOptions } from "./transport/websocket.ts";
-export { ticketSockets } from "./transport/ticket-socket.ts";
 
 // The handoff runtime (docs/protocol.md#handoff).
 export * from "./handoff/index.ts";

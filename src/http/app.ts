@@ -8,7 +8,7 @@
  *   the path's namespace before validating anything (mount.ts).
  * - Every error, from any layer, leaves as the error envelope with the status from
  *   `ERROR_STATUS`, through the same `send` as every success; unknown routes are 404
- *   `not_found`; a 5xx is only ever a bug.
+ *   `not_found`; a 500 is only ever a bug (a platform overload is 503, platform-errors.ts).
  * - A watch authenticated by the `shiftlock.bearer.<token>` subprotocol gets that
  *   subprotocol echoed in its 101 here, in the router: the token never travels to an object.
  */
@@ -25,6 +25,7 @@ import { mountListingRoutes } from "./listing.ts";
 import { errorAnswer, mount, send } from "./mount.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountPages } from "./pages.ts";
+import { platformRefusal } from "./platform-errors.ts";
 import { logRequest } from "./request-log.ts";
 import { mountWatchTicketRoutes, verifyTicket } from "./watch-tickets.ts";
 import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
@@ -42,6 +43,9 @@ app.onError((err, c) => {
     logRequest(where, `${c.req.method} (no route)`, answer, 0, { tokenName: grant?.name });
     return send(c, answer);
   }
+  // A platform overload outside a mounted route (platform-errors.ts) is still no bug.
+  const refusal = platformRefusal(err);
+  if (refusal !== undefined) return send(c, errorAnswer(refusal));
   console.error("unhandled error", err);
   return send(c, errorAnswer(new ShiftlockError("internal")));
 });

@@ -24,7 +24,9 @@ import type { AppContext } from "./mount.ts";
 import { errorAnswer, forwardWatch, mount } from "./mount.ts";
 import type { WireResponse } from "../core/claim-response.ts";
 import { objectName } from "../durable/object-names.ts";
+import { callObject } from "./platform-errors.ts";
 import { logRequest } from "./request-log.ts";
+import { mayRepeat } from "../protocol/route.ts";
 import { systemClock } from "../core/clock.ts";
 
 /** The object's name for each mutation (kept: operation-id fingerprints are stored with it). */
@@ -86,10 +88,11 @@ async function runBatchOp(c: AppContext, ns: string, op: BatchBody["ops"][number
     if (problem !== undefined) throw new ShiftlockError("invalid_request", `claim ${problem}`, { field: "claim" });
     const parsed = CLAIM_MUTATIONS[name].body.safeParse(rest);
     if (!parsed.success) throw invalidFromZod(parsed.error, "body");
-    return await claimStub(c, ns, claim).command(claim, {
-      route: OBJECT_ROUTE[name],
-      body: parsed.data,
-    } as ClaimRequest);
+    const request = { route: OBJECT_ROUTE[name], body: parsed.data } as ClaimRequest;
+    // An overloaded object is this op's result, 503 `overloaded`, never the batch's (platform-errors.ts).
+    return await callObject(mayRepeat(CLAIM_MUTATIONS[name], parsed.data), () =>
+      claimStub(c, ns, claim).command(claim, request),
+    );
   } catch (err) {
     if (err instanceof ShiftlockError) return errorAnswer(err);
     console.error("batch op failed", err);

@@ -12,7 +12,8 @@
  * 5. the body size-limited, parsed and decoded with the declared schema;
  * then the handler runs with decoded inputs, and {@link send} renders what it returns. Bad
  * input therefore never reaches a Durable Object, and every answer — success, refusal or
- * thrown error — leaves through `send`, so statuses and `Retry-After` are decided once.
+ * thrown error — leaves through `send`, so statuses and `Retry-After` are decided once; a
+ * Durable Object call the platform refuses as overloaded is 503 `overloaded` (platform-errors.ts).
  * Every write and every refusal writes one structured log line (request-log.ts) here.
  *
  * Does not: decide anything about claims, generations or scopes (the objects do).
@@ -22,11 +23,12 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { WireResponse } from "../core/claim-response.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { RouteInput, RouteSpec } from "../protocol/route.ts";
-import { pathParamNames } from "../protocol/route.ts";
+import { mayRepeat, pathParamNames } from "../protocol/route.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authorize, type Grant } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";
 import { checkPathEncoding, nameParam } from "./params.ts";
+import { callObject } from "./platform-errors.ts";
 import { addressed, isLogged, logRequest } from "./request-log.ts";
 import { systemClock } from "../core/clock.ts";
 import { TICKET_USE_PARAMS } from "../durable/ticket-log.ts";
@@ -54,7 +56,9 @@ export function mount<R extends RouteSpec>(app: Hono<AppEnv>, route: R, handler:
     let answer: WireResponse | Response;
     try {
       input = await validate(c, route, params);
-      answer = await handler(c, input);
+      const decoded = input;
+      // A platform overload is a 503 `overloaded`, never a 500 (platform-errors.ts).
+      answer = await callObject(mayRepeat(route, decoded.body), async () => handler(c, decoded));
     } catch (err) {
       if (!(err instanceof ShiftlockError)) throw err;
       answer = errorAnswer(err);
@@ -108,13 +112,15 @@ function retryAfterSeconds(body: object | null): number {
 }
 
 /**
- * Render an answer: 204 without a body, JSON otherwise, `Retry-After` on every 429 (the protocol
- * §2). An upgrade `Response` passes through untouched.
+ * Render an answer: 204 without a body, JSON otherwise, `Retry-After` on every 429 and 503
+ * (docs/protocol.md#errors, #overload). An upgrade `Response` passes through untouched.
  */
 export function send(c: AppContext, answer: WireResponse | Response): Response {
   if (answer instanceof Response) return answer;
   if (answer.status === 204) return c.body(null, 204);
-  if (answer.status === 429) c.header("Retry-After", String(retryAfterSeconds(answer.body)));
+  if (answer.status === 429 || answer.status === 503) {
+    c.header("Retry-After", String(retryAfterSeconds(answer.body)));
+  }
   return c.json(answer.body, answer.status as ContentfulStatusCode);
 }
 

@@ -31,7 +31,7 @@ import { COUNTER_PATTERN, counterSchema } from "../protocol/counter.ts";
 import { generationRecordSchema, generationResponseSchema } from "../protocol/generations.ts";
 import { NAME_MAX_BYTES, nameSchema } from "../protocol/names.ts";
 import type { RouteSpec } from "../protocol/route.ts";
-import { pathParamNames, routeErrorCodes } from "../protocol/route.ts";
+import { pathParamNames, routeErrorCodes, routeRepeatable } from "../protocol/route.ts";
 import { ROUTES } from "../protocol/routes.ts";
 import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
 import { BEARER_SUBPROTOCOL_PREFIX } from "./auth.ts";
@@ -233,6 +233,8 @@ function operation(route: RouteSpec, schemas: SchemaSet): Json {
     responses: { [String(route.status)]: success, ...errorResponses(route) },
   };
   if (route.description !== undefined) op["description"] = route.description;
+  // Whether a client may send the request again (docs/protocol.md#client-retries).
+  op["x-shiftlock-repeatable"] = routeRepeatable(route);
   if (route.role === "none") op["security"] = [];
   else op["x-shiftlock-role"] = route.role;
   if (route.body !== undefined) {

@@ -43,6 +43,7 @@ function mutation<const V extends string, const B extends z.ZodType, const E ext
     status: 200,
     response: claimResponseSchema,
     errors: [...errors, "operation_id_conflict"],
+    repeatable: "withOperationId",
   });
 }
 
@@ -167,6 +168,8 @@ export const claimBatch = defineRoute({
   status: 200,
   response: batchResponseSchema,
   errors: [],
+  // Each op keeps its own operation-id replay: the batch repeats safely when every op has one.
+  repeatable: "withOperationId",
 });
 
 export const CLAIM_ROUTES = [...Object.values(CLAIM_MUTATIONS), getClaim, watchClaim, evictClaim, claimBatch] as const;

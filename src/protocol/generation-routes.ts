@@ -19,6 +19,7 @@ export const registerGeneration = defineRoute({
   status: 200,
   response: generationResponseSchema,
   errors: ["generation_exists"],
+  repeatable: "always",
 });
 
 export const getGeneration = defineRoute({
@@ -47,6 +48,8 @@ export const updateGeneration = defineRoute({
   status: 200,
   response: generationResponseSchema,
   errors: ["generation_not_found", "invalid_state"],
+  // Moving to the state it is already in only updates reason and time.
+  repeatable: "always",
 });
 
 export const GENERATION_ROUTES = [registerGeneration, getGeneration, updateGeneration] as const;

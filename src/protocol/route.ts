@@ -25,6 +25,15 @@ export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
  */
 export type RouteRole = "none" | "read" | "write" | "admin";
 
+/**
+ * Whether a request to a route may be sent again when its answer was lost or the service was
+ * overloaded (docs/protocol.md#client-retries): `always` (reads, keepalive, release, …: the
+ * same request twice leaves what once leaves), `withOperationId` (a mutation that carries an
+ * `operationId`, which the server replays), `never` (a publish, a lease request: a lost
+ * answer is resolved by reading).
+ */
+export type Repeatable = "always" | "withOperationId" | "never";
+
 /** The names of the `{param}`s of a path template, as a union of string literals. */
 export type PathParamNames<P extends string> = P extends `${string}{${infer K}}${infer Rest}`
   ? K | PathParamNames<Rest>
@@ -55,6 +64,8 @@ export interface RouteSpec {
   errors: readonly ErrorCode[];
   /** WebSocket routes: what the server sends and what the client may send. */
   websocket?: { server: z.ZodType; client: z.ZodType };
+  /** May a request be repeated (see {@link Repeatable})? Default: `always` for GET, else `never`. */
+  repeatable?: Repeatable;
 }
 
 /** Declare a route, keeping its literal types (path, method, schemas). */
@@ -91,7 +102,8 @@ export function fillPath(path: string, params: Readonly<Record<string, string>>)
 }
 
 /** The codes every authenticated route can answer, whatever it does. */
-const COMMON_CODES = ["invalid_request", "unauthorized", "forbidden", "internal"] as const;
+// `overloaded`: any route that reaches a Durable Object can meet the platform's overload.
+const COMMON_CODES = ["invalid_request", "unauthorized", "forbidden", "internal", "overloaded"] as const;
 
 /** Every code `route` can answer: its own, the common ones, and `payload_too_large` with a body. */
 export function routeErrorCodes(route: RouteSpec): ErrorCode[] {
@@ -104,4 +116,23 @@ export function routeErrorCodes(route: RouteSpec): ErrorCode[] {
 /** Every status `route` can answer: its success status and its codes' statuses. */
 export function routeStatuses(route: RouteSpec): Set<number> {
   return new Set([route.status, ...routeErrorCodes(route).map((code) => ERROR_STATUS[code])]);
+}
+
+/** The route's declared {@link Repeatable}, or its default. */
+export function routeRepeatable(route: RouteSpec): Repeatable {
+  return route.repeatable ?? (route.method === "GET" ? "always" : "never");
+}
+
+/**
+ * True when this request to `route` (its decoded or wire body) may be sent again: the route
+ * is repeatable, or repeatable with an operation id and the body carries one (a batch: every
+ * op carries one).
+ */
+export function mayRepeat(route: RouteSpec, body: unknown): boolean {
+  const repeatable = routeRepeatable(route);
+  if (repeatable !== "withOperationId") return repeatable === "always";
+  const carries = (value: unknown): boolean =>
+    typeof value === "object" && value !== null && (value as { operationId?: unknown }).operationId !== undefined;
+  const ops = (body as { ops?: unknown } | null | undefined)?.ops;
+  return Array.isArray(ops) ? ops.length > 0 && ops.every(carries) : carries(body);
 }

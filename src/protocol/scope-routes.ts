@@ -76,6 +76,8 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       status: 201,
       response: acquireResponseSchema,
       errors: ["lease_held", "rate_limited"],
+      // A lost grant is found by the waiter's own waiterId, never by asking again.
+      repeatable: "never",
     }),
     keepalive: defineRoute({
       operationId: `keepaliveWriteLease${suffix}`,
@@ -89,6 +91,7 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       status: 200,
       response: keepaliveResponseSchema,
       errors: ["lease_lost"],
+      repeatable: "always",
     }),
     refresh: defineRoute({
       operationId: `refreshWriteLease${suffix}`,
@@ -102,6 +105,7 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       status: 200,
       response: snapshotSchema,
       errors: ["lease_lost", ...unsupported],
+      repeatable: "always",
     }),
     publish: defineRoute({
       operationId: `publish${suffix}`,
@@ -115,6 +119,8 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       status: 200,
       response: snapshotSchema,
       errors: ["lease_lost", "stale_generation", ...unsupported],
+      // A lost answer is resolved by reading the snapshot.
+      repeatable: "never",
     }),
     release: defineRoute({
       operationId: `releaseWriteLease${suffix}`,
@@ -126,6 +132,7 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       role: "write",
       status: 204,
       errors: [],
+      repeatable: "always",
     }),
     evict: defineRoute({
       operationId: `evictWriteLease${suffix}`,

@@ -40,6 +40,8 @@ export const issueWatchTicket = defineRoute({
   status: 201,
   response: watchTicketSchema,
   errors: [],
+  // Another ticket is as good as the lost one.
+  repeatable: "always",
 });
 
 export const WATCH_TICKET_ROUTES = [issueWatchTicket] as const;

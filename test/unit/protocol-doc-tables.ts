@@ -11,8 +11,16 @@
  */
 import { ERROR_STATUS, ShiftlockError } from "../../src/protocol/errors.ts";
 import type { ErrorCode } from "../../src/protocol/errors.ts";
-import type { RouteSpec } from "../../src/protocol/route.ts";
+import type { Repeatable, RouteSpec } from "../../src/protocol/route.ts";
+import { routeRepeatable } from "../../src/protocol/route.ts";
 import { ROUTES } from "../../src/protocol/routes.ts";
+
+/** The route table's words for a route's {@link Repeatable}. */
+const REPEATED: Record<Repeatable, string> = {
+  always: "yes",
+  withOperationId: "with `operationId`",
+  never: "no",
+};
 
 /** A markdown table from a header and rows (cells escaped for `|`). */
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -20,16 +28,17 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
   return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
-/** One row per declared route: method, path, role, success status, its own codes, summary. */
+/** One row per declared route: method, path, role, success status, its own codes, whether a client repeats it, summary. */
 export function routeTable(routes: readonly RouteSpec[] = ROUTES): string {
   return table(
-    ["method", "path", "role", "success", "codes", "what"],
+    ["method", "path", "role", "success", "codes", "repeated", "what"],
     routes.map((route) => [
       `\`${route.method}\``,
       `\`${route.path}\``,
       route.role,
       route.status === 101 ? "101 (WebSocket)" : String(route.status),
       route.errors.map((code) => `\`${code}\``).join(", "),
+      REPEATED[routeRepeatable(route)],
       route.summary,
     ]),
   );

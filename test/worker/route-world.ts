@@ -12,6 +12,7 @@ import type { ShiftlockObject } from "../../src/durable/object-base.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames } from "../../src/protocol/route.ts";
+import { watchClaim } from "../../src/protocol/claim-routes.ts";
 
 /** The token that sets the world up and reads it back (all namespaces, admin role: it may call every route). */
 export const SETUP_TOKEN = "test-admin-all";
@@ -213,6 +214,8 @@ export function worldBody(route: RouteSpec, w: World): unknown {
     state: "standby",
     participantId: w.participantId,
     ops: [{ op: "release", claim: w.claim, generationId: w.generation, token: w.token }],
+    // A watch ticket's path: the world's claim watch.
+    path: worldPath(watchClaim, w),
   };
   return sample(schema, "", overrides);
 }

@@ -196,7 +196,7 @@ export class HttpClaimsBackend implements ClaimsBackend {
     const firstUrl = (afterVersion: bigint | undefined): string =>
       this.transport.url(watchClaim, params, { afterVersion }).replace(/^http/, "ws");
     firstUrl(opts?.afterVersion);
-    const connect = socketOpener(this.options, this.transport.bearerToken());
+    const connect = socketOpener(this.options, this.transport);
     const resume = new ClaimResume({
       url: firstUrl,
       probe: async (signal) => {

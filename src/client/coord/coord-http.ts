@@ -112,7 +112,7 @@ export class HttpCoordinator implements Coordinator {
     const url = (after: bigint): string =>
       this.transport.url(routes.watch, params, { afterGeneration: after }).replace(/^http/, "ws");
     url(afterGeneration); // a resume point out of range is refused now, not by a failing handshake
-    const connect = socketOpener(this.options, this.transport.bearerToken());
+    const connect = socketOpener(this.options, this.transport);
     const resume = new CoordResume({
       url,
       // Tells a permanent refusal (auth, names) from a transient failure.

@@ -27,7 +27,6 @@
  */
 import { HttpClaimsBackend } from "../../client/claims/http-claims-backend.ts";
 import { HttpTransport } from "../../client/transport/http-transport.ts";
-import { ticketSockets } from "../../client/transport/ticket-socket.ts";
 import type { ClaimPhase } from "../../protocol/claims.ts";
 import { hasCode } from "../../protocol/errors.ts";
 import { listClaims, listGenerations, listScopes } from "../../protocol/listing-routes.ts";
@@ -220,10 +219,8 @@ function open(ns: string): void {
   const options = { baseUrl: location.origin, token: token(), namespace: ns };
   let session: Session;
   try {
-    const transport = new HttpTransport(options);
-    // Watches open with single-use tickets: the token never travels in a subprotocol.
-    const claims = new HttpClaimsBackend({ ...options, WebSocket: ticketSockets(transport), webSocketAuth: "header" });
-    session = { ns, transport, claims };
+    // In a browser the client opens each watch with a single-use ticket (its default).
+    session = { ns, transport: new HttpTransport(options), claims: new HttpClaimsBackend(options) };
   } catch (err) {
     // A namespace the protocol cannot name, refused before any request.
     byId("connect").hidden = false;
