@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access -- answers are inspected loosely. */
 // Operators through the Worker (docs/protocol.md#roles-names-and-whoami, #eviction): whoami for
 // each role, claim and scope eviction over HTTP with what watchers hear, and who may evict.
 import { exports } from "cloudflare:workers";
