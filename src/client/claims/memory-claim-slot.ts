@@ -23,6 +23,12 @@ import type { WatchQueue } from "../transport/watch-queue.ts";
 /** Events retained per claim for resuming watchers (docs/protocol.md: at least 256). */
 export const HISTORY_LIMIT = 256;
 
+/** A watcher's copy of an event (a consumer mutating it must not touch the backend's state). */
+function watchItem(event: ClaimEvent): ClaimWatchItem {
+  const { reason, claim, timeMs, note } = event;
+  return { type: "event", reason, claim: { ...claim }, timeMs, ...(note === undefined ? {} : { note }) };
+}
+
 export class MemoryClaimSlot {
   record: ClaimRecord | undefined;
   private readonly operations = new Map<string, OperationRecord>();
@@ -66,8 +72,7 @@ export class MemoryClaimSlot {
       if (dropped !== undefined) this.historyFloor = dropped.claim.version;
     }
     // Each watcher gets its own copy: a consumer mutating an item must not touch the backend's state.
-    for (const w of this.watchers)
-      w.push({ type: "event", reason: event.reason, claim: { ...event.claim }, timeMs: event.timeMs });
+    for (const w of this.watchers) w.push(watchItem(event));
   }
 
   /**
@@ -83,9 +88,7 @@ export class MemoryClaimSlot {
       queue.push({ type: "snapshot", claim: this.copy(), truncated: true });
     } else {
       for (const e of this.history) {
-        if (e.claim.version > afterVersion) {
-          queue.push({ type: "event", reason: e.reason, claim: { ...e.claim }, timeMs: e.timeMs });
-        }
+        if (e.claim.version > afterVersion) queue.push(watchItem(e));
       }
     }
     this.watchers.add(queue);

@@ -49,6 +49,7 @@ import type {
   Capability,
   CoordWatch,
   Coordinator,
+  EvictOptions,
   Scope,
   Snapshot,
   TryAcquireResult,
@@ -88,6 +89,13 @@ export class HttpCoordinator implements Coordinator {
       const page = await this.transport.call(listScopes, { query }, opts.signal);
       return { items: page.scopes, cursor: page.cursor };
     });
+  }
+
+  async evict(scope: Scope, opts: EvictOptions = {}): Promise<Snapshot> {
+    opts.signal?.throwIfAborted();
+    const checked = checkScope(scope);
+    const input = { params: scopeParams(checked), body: { note: opts.note } };
+    return this.transport.call(scopeRoutes(checked).evict, input, opts.signal);
   }
 
   async capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {

@@ -11,7 +11,7 @@
  *   aborted) or after the session closed is released again at once.
  * - While a lease is held it is renewed by the client's one lease rule
  *   (src/client/lease-timing.ts): a refused renew (`not_owner`, `stale_token`,
- *   `claim_not_found`) ends it as lost at once; a transient failure is retried until
+ *   `claim_not_found`, `evicted`) ends it as lost at once; a transient failure is retried until
  *   `deadlineMs - safetyMarginMs`, and only then is the lease lost — before the server can
  *   expire it and let anyone else acquire.
  * - A voluntary release stops renewal first: it never reports a loss.
@@ -30,8 +30,11 @@ import type { RuntimeEvents } from "./events.ts";
 import { Lease, type LeaseControl } from "./lease.ts";
 import { anySignal, isTransient, retryTransient } from "./retry.ts";
 
-/** Codes that mean the claim is no longer ours: retrying cannot help. */
-export const REFUSED = ["not_owner", "stale_token", "claim_not_found"] as const;
+/**
+ * Codes that mean the claim is no longer ours: retrying cannot help. `evicted`: an operator
+ * took it away (docs/protocol.md#eviction); the lease is lost like any other.
+ */
+export const REFUSED = ["not_owner", "stale_token", "claim_not_found", "evicted"] as const;
 
 /** What a claim needs from its session. */
 export interface SessionContext {
