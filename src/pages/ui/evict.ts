@@ -3,14 +3,13 @@
  * `whoami` says `admin`, and only behind a confirmation that names what ends and whose hold.
  *
  * Guarantees: nothing is sent until the operator confirms in the dialog; Cancel (or Escape)
- * sends nothing. The request is the declared route's (`evictClaim`, or the scope family's
- * `evict`), with the operator's note when one was typed. A refusal is shown in the dialog,
+ * sends nothing. The request is the client's (`HttpClaimsBackend.evictClaim`,
+ * `HttpCoordinator.evict`), with the operator's note when one was typed. A refusal is shown in the dialog,
  * which stays open. Does not: change the rows itself — a claim's row learns of the eviction
  * from its watch (the `evicted` event); scope rows are read again by the caller.
  */
-import { scopeRoutes } from "../../client/coord/coord-scope.ts";
-import type { HttpTransport } from "../../client/transport/http-transport.ts";
-import { evictClaim } from "../../protocol/claim-routes.ts";
+import type { HttpClaimsBackend } from "../../client/claims/http-claims-backend.ts";
+import type { HttpCoordinator } from "../../client/coord/coord-http.ts";
 import type { ScopeSummary } from "../../protocol/listing.ts";
 import { byId, el } from "../dom.ts";
 
@@ -42,10 +41,16 @@ export function evictButton(target: EvictTarget, confirm: (target: EvictTarget) 
   return button;
 }
 
-/** The one confirmation dialog of the page, wired to `transport`; `done` runs after an eviction. */
-export function evictDialog(transport: () => HttpTransport | undefined, done: (target: EvictTarget) => void) {
+/** The clients an eviction goes through (the open namespace's). */
+export interface Evictors {
+  claims: HttpClaimsBackend;
+  coord: HttpCoordinator;
+}
+
+/** The one confirmation dialog of the page, sending through `clients`; `done` runs after an eviction. */
+export function evictDialog(clients: () => Evictors | undefined, done: (target: EvictTarget) => void) {
   const dialog = byId<HTMLDialogElement>("evict-dialog");
-  const note = byId<HTMLInputElement>("evict-note");
+  const noteInput = byId<HTMLInputElement>("evict-note");
   const error = byId("evict-error");
   let pending: EvictTarget | undefined;
 
@@ -54,20 +59,13 @@ export function evictDialog(transport: () => HttpTransport | undefined, done: (t
   byId("evict-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const target = pending;
-    const via = transport();
+    const via = clients();
     if (target === undefined || via === undefined) return;
-    const body = note.value === "" ? {} : { note: note.value };
-    const sent =
+    const note = noteInput.value === "" ? undefined : noteInput.value;
+    const sent: Promise<unknown> =
       target.kind === "claim"
-        ? via.call(evictClaim, { params: { claim: target.name }, body })
-        : via.call(scopeRoutes({ ...target.scope, participantId: "", keyed: target.scope.key !== "" }).evict, {
-            params: {
-              volumeId: target.scope.volumeId,
-              objectStoreId: target.scope.objectStoreId,
-              key: target.scope.key,
-            },
-            body,
-          });
+        ? via.claims.evictClaim({ claimName: target.name, ...(note === undefined ? {} : { note }) })
+        : via.coord.evict({ ...target.scope, participantId: "" }, { note });
     sent.then(
       () => {
         dialog.close();
@@ -85,7 +83,7 @@ export function evictDialog(transport: () => HttpTransport | undefined, done: (t
     byId("evict-title").textContent =
       target.kind === "claim" ? `Evict ${target.name}?` : `Evict ${scopeLabel(target.scope)}?`;
     byId("evict-what").textContent = describe(target);
-    note.value = "";
+    noteInput.value = "";
     error.hidden = true;
     dialog.showModal();
   };

@@ -26,11 +26,11 @@
  * refreshed on demand and after an eviction).
  */
 import { HttpClaimsBackend } from "../../client/claims/http-claims-backend.ts";
+import { HttpCoordinator } from "../../client/coord/coord-http.ts";
 import { HttpTransport } from "../../client/transport/http-transport.ts";
 import type { ClaimPhase } from "../../protocol/claims.ts";
 import { hasCode } from "../../protocol/errors.ts";
 import { listClaims, listGenerations, listScopes } from "../../protocol/listing-routes.ts";
-import { whoami } from "../../protocol/routes.ts";
 import { NS_KEY, TOKEN_KEY, byId, el, storedNamespace, takeTokenFromFragment, token } from "../dom.ts";
 import { formatAgo } from "../format.ts";
 import { ClaimRow, newestFirst, type Timeline, type TimelineEntry } from "./claim-row.ts";
@@ -45,6 +45,7 @@ interface Session {
   ns: string;
   transport: HttpTransport;
   claims: HttpClaimsBackend;
+  coord: HttpCoordinator;
 }
 
 const state = {
@@ -60,7 +61,7 @@ const state = {
 };
 
 const confirmEvict = evictDialog(
-  () => state.session?.transport,
+  () => state.session,
   (target) => {
     status(`evicted ${target.kind === "claim" ? target.name : scopeLabel(target.scope)}`);
     // A claim's row hears it from its watch; scope rows are a summary read again.
@@ -220,7 +221,12 @@ function open(ns: string): void {
   let session: Session;
   try {
     // In a browser the client opens each watch with a single-use ticket (its default).
-    session = { ns, transport: new HttpTransport(options), claims: new HttpClaimsBackend(options) };
+    session = {
+      ns,
+      transport: new HttpTransport(options),
+      claims: new HttpClaimsBackend(options),
+      coord: new HttpCoordinator(options),
+    };
   } catch (err) {
     // A namespace the protocol cannot name, refused before any request.
     byId("connect").hidden = false;
@@ -249,7 +255,7 @@ function open(ns: string): void {
 /** Whether this token may evict (whoami): re-renders the rows with or without Evict. */
 async function loadRole(session: Session): Promise<void> {
   try {
-    const { role } = await session.transport.call(whoami, {});
+    const { role } = await session.claims.whoami();
     if (state.session !== session) return;
     state.admin = role === "admin";
     document.body.setAttribute("data-role", role);
