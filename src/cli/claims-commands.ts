@@ -123,7 +123,8 @@ export async function claimsCommand(sub: string, ctx: CommandContext): Promise<n
           else if (item.type === "snapshot") {
             ctx.p.out(`snapshot${item.truncated ? " (truncated history)" : ""}: ${describe(item.claim)}`);
           } else {
-            ctx.p.out(`${new Date(item.timeMs).toISOString()} ${item.reason}: ${describe(item.claim)}`);
+            const note = item.note === undefined ? "" : ` (note: ${JSON.stringify(item.note)})`;
+            ctx.p.out(`${new Date(item.timeMs).toISOString()} ${item.reason}: ${describe(item.claim)}${note}`);
           }
         }
       } catch (err) {

@@ -95,6 +95,14 @@ it("prints where the API, /ui and /docs are, each answering, and none of wrangle
   expect(lines).toContain(`  dashboard  ${base}/ui`);
   expect(lines).toContain(`  API docs   ${base}/docs`);
   for (const path of ["/ui", "/docs", "/healthz"]) expect((await fetch(`${base}${path}`)).status, path).toBe(200);
+  // Both local tokens, by name and role (docs/operators.md).
+  for (const [token, me] of [
+    ["dev-token", { name: "dev", role: "write" }],
+    ["dev-admin-token", { name: "dev-admin", role: "admin" }],
+  ] as const) {
+    const res = await fetch(`${base}/v1/ns/demo/whoami`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(await res.json()).toEqual(me);
+  }
   for (const noise of WRANGLER_NOISE) expect(run.output()).not.toMatch(noise);
 }, 120_000);
 

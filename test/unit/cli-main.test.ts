@@ -373,6 +373,20 @@ describe("operators: evict and whoami", () => {
     expect((await run("claims", "evict", "job", "--generation", "g1")).code).toBe(2);
   });
 
+  it("claims watch shows an eviction's note", async () => {
+    const stop = new AbortController();
+    const { run, claims } = cli({ signal: stop.signal });
+    await claims.acquireClaim({ claimName: "job", generationId: "g1", ttlMs: 60_000 });
+    const watching = run("claims", "watch", "job");
+    await flushMicrotasks(20);
+    await claims.evictClaim({ claimName: "job", note: "INC-9" });
+    await flushMicrotasks(20);
+    stop.abort();
+    const res = await watching;
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(/ evicted: .*\(note: "INC-9"\)\n$/);
+  });
+
   it("coord evict ends the holder's lease and prints the snapshot; it needs --store or --key", async () => {
     const { run } = cli();
     const scope = ["--volume", "v", "--store", "s"];
