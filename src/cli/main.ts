@@ -117,6 +117,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       ...target,
       token: values.token ?? io.env["SHIFTLOCK_TOKEN"] ?? "",
       ...(io.fetch === undefined ? {} : { fetch: io.fetch }),
+      // A one-shot command answers at once (an unreachable server exits 3 now, not after
+      // retries); the long-running `run` retries through the client's one rule itself.
+      retryForMs: 0,
     };
     let claims: ClaimsBackend | undefined = io.claims;
     let coordinator: Coordinator | undefined = io.coordinator;

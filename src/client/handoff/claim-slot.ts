@@ -28,7 +28,7 @@ import type { ClaimAcquireOptions, ClaimWaitOptions } from "./claim-handle.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease, type LeaseControl } from "./lease.ts";
-import { anySignal, isTransient, retryTransient } from "./retry.ts";
+import { anySignal, isRetryable, retrying } from "../transport/retry-policy.ts";
 
 /**
  * Codes that mean the claim is no longer ours: retrying cannot help. `evicted`: an operator
@@ -152,7 +152,7 @@ export class ClaimSlot {
         if ("lease" in answer) return answer.lease;
         if (stop.aborted) throw this.stopReason(opts.signal);
         const err = answer.err;
-        if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isTransient(err)) throw err;
+        if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isRetryable(err)) throw err;
         if (committed !== undefined) continue;
         const pause = new AbortController();
         const woken = new Promise<void>((resolve) => (wake = resolve));
@@ -217,7 +217,7 @@ export class ClaimSlot {
     this.session.events.emit("claim.released", { claim: this.name, token: lease.token, reason: "released" });
     const operationId = this.session.operationId("release", this.name);
     try {
-      await retryTransient(cfg.clock, lease.deadlineMs, () =>
+      await retrying({ clock: cfg.clock, untilMs: lease.deadlineMs }, () =>
         cfg.backend.releaseClaim({
           claimName: this.name,
           generationId: cfg.generationId,
