@@ -5,12 +5,18 @@
 // - e2e:    Node against the real server started the way README's `npm start` does.
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { buildPages } from "./src/serve/build-pages.ts";
+
+// The Worker serves the pages from its static assets (wrangler.toml `[assets]`), which must
+// exist before the worker project reads wrangler.toml: built here too, not only by `npm run build`.
+await buildPages();
 
 /** Tokens the worker tests authenticate with (never used outside tests). */
 export const TEST_AUTH_TOKENS = JSON.stringify([
   { token: "test-write-all", role: "write", namespaces: "*" },
   { token: "test-read-all", role: "read", namespaces: "*" },
   { token: "test-write-alpha", role: "write", namespaces: ["alpha"] },
+  { token: "test-admin-all", role: "admin", namespaces: "*", name: "test-admin" },
 ]);
 
 /** Origins the worker tests' CORS configuration allows (a list, as a deployment would set it). */

@@ -84,6 +84,20 @@ export class ClaimObject extends WatchedObject {
     return response;
   }
 
+  /**
+   * An operator evicts the owner (docs/protocol.md#eviction): the same five steps as a
+   * mutation, without operation ids (evicting twice changes nothing the second time).
+   */
+  async evict(name: string, note: string | undefined): Promise<WireResponse> {
+    const current = this.load(name);
+    const step = decideClaim(name, current, { kind: "evict", note }, this.clock.nowMs());
+    const response = claimResultToResponse(step.result);
+    this.store.commit(current, step, undefined, this.stage);
+    this.countExpiries(step);
+    await this.afterCommit(step);
+    return response;
+  }
+
   /** Read the claim (applying expiry). `claim_not_found` when it was never created. */
   async get(name: string): Promise<WireResponse> {
     const step = this.touch(name);
@@ -171,4 +185,4 @@ export class ClaimObject extends WatchedObject {
   }
 }
 
-meterMethods(ClaimObject.prototype, ["command", "get", "fetch", "alarm", "webSocketMessage"]);
+meterMethods(ClaimObject.prototype, ["command", "evict", "get", "fetch", "alarm", "webSocketMessage"]);

@@ -81,9 +81,10 @@ const CLAIM_SCHEMA: StoreSchema = {
 };
 
 /** The JSON text of a watch event message, as stored and as sent: rendered once per event. */
-export const eventMessage: (event: ClaimEvent) => string = encodeOnce((event: ClaimEvent) =>
-  JSON.stringify({ type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs }),
-);
+export const eventMessage: (event: ClaimEvent) => string = encodeOnce((event: ClaimEvent) => {
+  const message = { type: "event", reason: event.reason, claim: claimToWire(event.claim), timeMs: event.timeMs };
+  return JSON.stringify(event.note === undefined ? message : { ...message, note: event.note });
+});
 
 const versionKey = sortableCounter;
 

@@ -47,6 +47,8 @@ export const CLI_OPTIONS = {
   service: { type: "string" },
   instance: { type: "string" },
   reason: { type: "string" },
+  // claims evict, coord evict
+  note: { type: "string" },
   // coord
   volume: { type: "string" },
   store: { type: "string" },

@@ -29,7 +29,7 @@ import type { ClaimsBackend, ClaimWatchItem } from "../client/claims/claims-back
 import { REFUSED } from "../client/handoff/claim-slot.ts";
 import { operationId } from "../client/handoff/ids.ts";
 import { Lease, type LeaseControl } from "../client/handoff/lease.ts";
-import { anySignal, retryTransient } from "../client/handoff/retry.ts";
+import { anySignal, retrying } from "../client/transport/retry-policy.ts";
 import { LeaseDeadline, defaultRenewIntervalMs, defaultSafetyMarginMs, keepAlive } from "../client/lease-timing.ts";
 
 export interface HoldClaimOptions {
@@ -82,7 +82,7 @@ async function acquireWhenFree(o: HoldClaimOptions, clock: Clock, opId: (op: str
       allowEmptyOnly: true,
       operationId: opId("run-acquire"),
     };
-    const record = await retryTransient(clock, untilMs, () => o.backend.acquireClaim(req, { signal }), signal);
+    const record = await retrying({ clock, untilMs, signal }, () => o.backend.acquireClaim(req, { signal }));
     return { record, sentAtMs };
   };
   if (o.waitMs === 0) return attempt(o.signal);
@@ -166,7 +166,7 @@ function startLease(
     control.end("released");
     const req = { claimName: o.claimName, generationId: o.generationId, token, operationId: opId("run-release") };
     try {
-      await retryTransient(clock, lease.deadlineMs, () => o.backend.releaseClaim(req));
+      await retrying({ clock, untilMs: lease.deadlineMs }, () => o.backend.releaseClaim(req));
     } catch (err) {
       // Already not ours (expired, or a newer owner): nothing left to release.
       if (!REFUSED.some((code) => hasCode(err, code))) throw err;

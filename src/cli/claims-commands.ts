@@ -2,7 +2,8 @@
  * `shiftlock claims …` and `shiftlock generations …`: one command per ClaimsBackend call.
  * Thin: arguments map to the request, the answer is printed as is (`claims list`: a table
  * with a header once the last page arrived, or one JSON object per record with `--json`,
- * streamed page after page). `claims run` holds a claim while a command runs
+ * streamed page after page). `claims evict` is an operator's (the `admin` role): it prints
+ * the record it left. `claims run` holds a claim while a command runs
  * (run-commands.ts). A mutation without `--ttl` asks for the client's default lease,
  * {@link DEFAULT_LEASE_TTL_MS} — except `renew`, where a silent default could shorten the
  * lease, so the ttl is required.
@@ -100,6 +101,14 @@ export async function claimsCommand(sub: string, ctx: CommandContext): Promise<n
       print(ctx.p, { claim: await (await ctx.claims()).releaseClaim(req, opts) });
       return;
     }
+    case "evict": {
+      const claimName = one(ctx, "claim name");
+      const note = f.string("note");
+      f.done();
+      const req = { claimName, ...(note === undefined ? {} : { note }) };
+      print(ctx.p, { claim: await (await ctx.claims()).evictClaim(req, opts) });
+      return;
+    }
     case "watch": {
       const claim = one(ctx, "claim name");
       const afterVersion = f.counter("after-version");
@@ -114,7 +123,8 @@ export async function claimsCommand(sub: string, ctx: CommandContext): Promise<n
           else if (item.type === "snapshot") {
             ctx.p.out(`snapshot${item.truncated ? " (truncated history)" : ""}: ${describe(item.claim)}`);
           } else {
-            ctx.p.out(`${new Date(item.timeMs).toISOString()} ${item.reason}: ${describe(item.claim)}`);
+            const note = item.note === undefined ? "" : ` (note: ${JSON.stringify(item.note)})`;
+            ctx.p.out(`${new Date(item.timeMs).toISOString()} ${item.reason}: ${describe(item.claim)}${note}`);
           }
         }
       } catch (err) {

@@ -5,7 +5,7 @@
  *
  * Guarantees: a scope the command cannot use is a usage error before any request —
  * `snapshot`, `watch` and `publish` need `--store` and no `--key` (a keyed scope has no
- * generation or root); `capability`, `lease` and `run` need `--store` or `--key`. A busy
+ * generation or root); `capability`, `lease`, `run` and `evict` need `--store` or `--key`. A busy
  * write lease is `lease_held` naming the holding participant.
  */
 import type { Coordinator, Scope, WriteLease } from "../client/coord/coord-types.ts";
@@ -86,7 +86,7 @@ async function listScopes(ctx: CommandContext): Promise<void> {
 }
 
 /** The commands on one scope besides `run`. */
-const SCOPE_COMMANDS: readonly string[] = ["capability", "snapshot", "watch", "lease", "publish"];
+const SCOPE_COMMANDS: readonly string[] = ["capability", "snapshot", "watch", "lease", "publish", "evict"];
 
 /** Returns the exit status when the command sets one (`run`). */
 export async function coordCommand(sub: string, ctx: CommandContext): Promise<number | undefined> {
@@ -103,6 +103,16 @@ export async function coordCommand(sub: string, ctx: CommandContext): Promise<nu
   const scope = scopeOf(ctx, `coord ${sub}`, needsStore ? "store" : "store-or-key");
   const opts = { signal: ctx.signal };
   switch (sub) {
+    case "evict": {
+      // An operator's: ends whoever holds the lease (docs/protocol.md#eviction).
+      const note = f.string("note");
+      f.done();
+      const snapshot = await (
+        await ctx.coordinator()
+      ).evict(scope, { ...opts, ...(note === undefined ? {} : { note }) });
+      print(ctx.p, { snapshot });
+      return;
+    }
     case "capability":
       f.done();
       print(ctx.p, { capability: await (await ctx.coordinator()).capability(scope, opts) });

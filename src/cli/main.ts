@@ -14,10 +14,10 @@ import { readFileSync } from "node:fs";
 import type { ClaimsBackend, Coordinator, WebSocketConstructor } from "../client/index.ts";
 import { DEFAULT_LEASE_TTL_MS } from "../protocol/coord.ts";
 import { Flags, parseCommandLine, UsageError } from "./args.ts";
-import { claimsCommand, generationsCommand, transferCommand } from "./claims-commands.ts";
+import { claimsCommand, generationsCommand, noArgs, transferCommand } from "./claims-commands.ts";
 import { coordCommand } from "./coord-commands.ts";
 import { DEFAULT_GRACE_MS, DEFAULT_NAMESPACE, DEFAULT_URL, type CliIo, type CommandContext } from "./context.ts";
-import { EXIT_STATUS, printError, type Printer, type Target } from "./output.ts";
+import { EXIT_STATUS, print, printError, type Printer, type Target } from "./output.ts";
 
 export type { CliIo };
 
@@ -32,6 +32,7 @@ claims
   claims get <claim>
   claims list [--prefix P] [--phase PHASE] [--owner G] [--limit 100]   every claim, by name
   claims watch <claim> [--after-version N]                     stream until Ctrl-C
+  claims evict <claim> [--note TEXT]                           end the owner's hold (admin token)
   claims acquire <claim> --generation G [--ttl ${TTL}] [--allow-empty-only]
   claims renew <claim> --generation G --fencing-token T --ttl D
   claims release <claim> --generation G --fencing-token T
@@ -56,9 +57,12 @@ coord (scope: --volume V [--store S] [--key K] [--participant P])
   coord watch [--after-generation N]                           (--store) stream until Ctrl-C
   coord lease [--ttl ${TTL}] [--wait D]                          hold with keepalive until Ctrl-C, then release
   coord publish [--root JSON] [--generation N] [--expected-generation N] [--key-prefix BASE64] [--wait D]
+  coord evict [--note TEXT]                                    end the holder's lease (admin token)
   coord run [--ttl ${TTL}] [--wait D] [--grace ${GRACE}] -- <command…>
                                      hold the write lease while the command runs (env
                                      SHIFTLOCK_LEASE_EPOCH, SHIFTLOCK_LEASE_ID, SHIFTLOCK_FENCE_KEY)
+
+whoami                                                         the token's name and role here
 
 global flags
   --url URL          SHIFTLOCK_URL        (default ${DEFAULT_URL})
@@ -113,6 +117,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       ...target,
       token: values.token ?? io.env["SHIFTLOCK_TOKEN"] ?? "",
       ...(io.fetch === undefined ? {} : { fetch: io.fetch }),
+      // A one-shot command answers at once (an unreachable server exits 3 now, not after
+      // retries); the long-running `run` retries through the client's one rule itself.
+      retryForMs: 0,
     };
     let claims: ClaimsBackend | undefined = io.claims;
     let coordinator: Coordinator | undefined = io.coordinator;
@@ -144,6 +151,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       },
     });
     const [group, sub, ...rest] = words;
+    if (group === "whoami") {
+      const c = ctx("whoami", words.slice(1));
+      noArgs(c);
+      c.flags.done();
+      const me = await (await c.claims()).whoami({ signal: stop.signal });
+      if (p.json) print(p, me);
+      else p.out(`${me.name} (${me.role}) in namespace ${target.namespace} at ${target.baseUrl}`);
+      return EXIT_STATUS.ok;
+    }
     if (sub === undefined) throw new UsageError(`${group} needs a command`);
     let status: number | undefined;
     if (group === "claims" && sub === "transfer") {

@@ -96,7 +96,7 @@ const HINTS: Record<ErrorCode, string | ((t: Target) => string)> = {
   invalid_request: "the request was rejected as malformed",
   unsupported: "this scope does not support that operation (keyed scopes have leases only)",
   unauthorized: "missing or unknown token: pass --token or set SHIFTLOCK_TOKEN",
-  forbidden: "the token may not do this (read-only token, or another namespace)",
+  forbidden: "the token may not do this (read-only token, another namespace, or evict without the admin role)",
   claim_not_found: (t) => `no such claim in namespace ${JSON.stringify(t.namespace)}: it was never acquired there`,
   generation_not_found: (t) =>
     `no such generation in namespace ${JSON.stringify(t.namespace)}: register it first (or check --namespace)`,

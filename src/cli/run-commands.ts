@@ -19,6 +19,7 @@
  */
 import type { Scope } from "../client/coord/coord-types.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
+import { ShiftlockError } from "../protocol/errors.ts";
 import { DEFAULT_LEASE_TTL_MS } from "../protocol/coord.ts";
 import { UsageError } from "./args.ts";
 import { superviseChild, signalStatus, type ChildOutcome, type ForwardedSignal } from "./child-supervisor.ts";
@@ -132,7 +133,7 @@ async function runHolding(
     let outcome: ChildOutcome;
     try {
       if (interrupted !== undefined) return signalStatus(interrupted);
-      if (lease.signal.aborted) return lostStatus(ctx);
+      if (lease.signal.aborted) return lostStatus(ctx, lease.signal.reason);
       outcome = await superviseChild({
         command,
         env: { ...ctx.env, ...lease.env },
@@ -150,15 +151,29 @@ async function runHolding(
         note(ctx, "error", `release failed: ${err instanceof Error ? err.message : String(err)}`);
       });
     }
-    return outcome.lost ? lostStatus(ctx) : outcome.status;
+    return outcome.lost ? lostStatus(ctx, lease.signal.reason) : outcome.status;
   } finally {
     unsubscribe();
   }
 }
 
-function lostStatus(ctx: CommandContext): number {
-  note(ctx, "lost", `exiting ${EXIT_STATUS.leaseLost}: the lease was lost while the command ran`);
+/** Say the lease was lost, and why when the service said (e.g. `evicted`: an operator took it). */
+function lostStatus(ctx: CommandContext, reason: unknown): number {
+  const why = lossCause(reason);
+  const because = why === undefined ? "" : ` (${why.code}: ${why.message})`;
+  note(ctx, "lost", `exiting ${EXIT_STATUS.leaseLost}: the lease was lost while the command ran${because}`, {
+    ...(why === undefined ? {} : { code: why.code }),
+  });
   return EXIT_STATUS.leaseLost;
+}
+
+/** The service's refusal behind a loss (the innermost coded cause), if one caused it. */
+function lossCause(reason: unknown): ShiftlockError | undefined {
+  let found: ShiftlockError | undefined;
+  for (let e = reason; e instanceof Error; e = e.cause) {
+    if (e instanceof ShiftlockError && e.code !== "lease_lost") found = e;
+  }
+  return found;
 }
 
 function waitingText(claim: string, holder: ClaimRecord | undefined, waitMs: number): string {

@@ -33,6 +33,7 @@ export type {
   CoordEvent,
   CoordWatch,
   Coordinator,
+  EvictOptions,
   FallbackReason,
   PublishRequest,
   Scope,

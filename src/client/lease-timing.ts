@@ -20,6 +20,7 @@
  * Does not: stop a paused process from writing late (fencing is the resource's job), or
  * decide what counts as a refusal (each lease says).
  */
+import { retryDelayMs } from "./transport/retry-policy.ts";
 import { sleepLinked, type Clock } from "../core/clock.ts";
 import { Backoff } from "./transport/backoff.ts";
 
@@ -137,7 +138,7 @@ export async function keepAlive<T>(o: KeepAliveOptions<T>): Promise<void> {
       return o.lost(attempt.error, true);
     } else if (attempt.kind === "transient") {
       o.failed?.(attempt.error);
-      nextAtMs = o.clock.nowMs() + retry.next();
+      nextAtMs = o.clock.nowMs() + retryDelayMs(attempt.error, retry);
     }
     // "deadline": the loop re-checks the loss point.
   }

@@ -160,6 +160,11 @@ export class ScopeObject extends WatchedObject {
     });
   }
 
+  /** An operator ends the current lease (docs/protocol.md#eviction); 200 with the snapshot. */
+  evict(scope: ScopeId, note: string | undefined): Promise<WireResponse> {
+    return this.simple(scope, { kind: "evict", note });
+  }
+
   /**
    * Always 204: releasing an unknown, expired or already released lease is a no-op. An id
    * that is not the current lease may be a client-chosen `waiterId`: the wait is cancelled
@@ -296,6 +301,7 @@ meterMethods(ScopeObject.prototype, [
   "refresh",
   "publish",
   "release",
+  "evict",
   "fetch",
   "alarm",
   "webSocketMessage",

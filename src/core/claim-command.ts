@@ -8,14 +8,18 @@
  * checks it at the type level).
  * Does not: validate (the route's schema did) or decide anything (claim-machine.ts does).
  */
-import type { ClaimBodies, ClaimMutationName } from "../protocol/claim-routes.ts";
+import type { ClaimBodies, ClaimMutationName, evictClaim } from "../protocol/claim-routes.ts";
+import type { RouteBody } from "../protocol/route.ts";
 
 /** A mutation's command: `kind` is the op name, the rest is its body without `operationId`. */
 export type MutationCommand<K extends ClaimMutationName = ClaimMutationName> = {
   [P in K]: { kind: P } & Omit<ClaimBodies[P], "operationId">;
 }[K];
 
-export type ClaimCommand = { kind: "get" } | { kind: "expire" } | MutationCommand;
+/** An operator ends the hold (docs/protocol.md#eviction): the evict route's body; `note` travels with the event. */
+export type EvictCommand = { kind: "evict" } & RouteBody<typeof evictClaim>;
+
+export type ClaimCommand = { kind: "get" } | { kind: "expire" } | MutationCommand | EvictCommand;
 
 /** The machine's command for a decoded mutation. */
 export function commandOf<K extends ClaimMutationName>(op: K, body: ClaimBodies[K]): MutationCommand<K> {

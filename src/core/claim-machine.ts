@@ -12,6 +12,11 @@
  * - Expiry (`now > expiresAtMs` on a held claim) is applied first on every command, as its
  *   own change with its own `expired` event, so watchers see it even when the command that
  *   revealed it then fails.
+ * - Eviction (an operator's) ends the hold like a release, with reason `evicted`. The evicted
+ *   owner's token stays recognisable without storing anything more: while the claim is
+ *   unowned with reason `evicted`, the token it still carries is exactly the evicted owner's,
+ *   so a command presenting it is refused `evicted` before any other ownership check; the
+ *   next acquire advances the token and changes the reason, which ends that.
  *
  * Does not: persist, deduplicate operation ids (see operations.ts) or know about HTTP.
  */
@@ -28,6 +33,8 @@ export interface ClaimEvent {
   reason: ClaimEventReason;
   claim: ClaimRecord;
   timeMs: number;
+  /** `evicted` events: the operator's note, when one was given. */
+  note?: string;
 }
 
 /** An expected refusal, carried as a value. */
@@ -66,6 +73,15 @@ export function nextDeadlineMs(record: ClaimRecord | undefined): number | undefi
   if (record === undefined || !isHeld(record.phase) || record.expiresAtMs === 0) return undefined;
   // Expiry is strict (`now > expiresAtMs`), so the earliest instant it applies is +1 ms.
   return record.expiresAtMs + 1;
+}
+
+/**
+ * True when `token` is the one an operator evicted and nobody has acquired the claim since
+ * (docs/protocol.md#eviction): an eviction leaves the claim unowned with reason `evicted`
+ * and its token unchanged, and only an acquire moves either.
+ */
+export function isEvictedToken(record: ClaimRecord, token: bigint): boolean {
+  return record.phase === "unowned" && record.reason === "evicted" && record.fencingToken === token;
 }
 
 /** A brand-new, never-owned claim (token 0, version 0). */
@@ -133,11 +149,17 @@ export function decideClaim(
   const fail = (refusal: ClaimRefusal): ClaimStep =>
     done({ ok: false, refusal, ...(record === undefined ? {} : { claim: record }) });
   /** Apply a change: bump the version, optionally publish it. */
-  const apply = (patch: Partial<ClaimRecord>, event?: ClaimEventReason, tokenAdvanced = false): ClaimStep => {
+  const apply = (
+    patch: Partial<ClaimRecord>,
+    event?: ClaimEventReason,
+    tokenAdvanced = false,
+    note?: string,
+  ): ClaimStep => {
     const base = record ?? emptyClaim(name);
     record = { ...base, ...patch, version: base.version + 1n };
     changed = true;
-    if (event !== undefined) events.push({ reason: event, claim: record, timeMs: nowMs });
+    if (event !== undefined)
+      events.push({ reason: event, claim: record, timeMs: nowMs, ...(note === undefined ? {} : { note }) });
     return done({ ok: true, claim: record }, tokenAdvanced);
   };
 
@@ -147,6 +169,11 @@ export function decideClaim(
   // 2. Every other command needs an existing claim; reading never creates one.
   if (record === undefined) return fail(refuse("claim_not_found"));
   const claim = record;
+  // 3. A token an operator evicted is refused as such before any other ownership check.
+  const presented = presentedToken(command);
+  if (presented !== undefined && isEvictedToken(claim, presented)) {
+    return fail(refuse("evicted", `an operator evicted the owner of token ${presented}: acquire the claim again`));
+  }
 
   switch (command.kind) {
     case "get":
@@ -242,6 +269,39 @@ export function decideClaim(
         },
         "released",
       );
+
+    case "evict": {
+      if (!isHeld(claim.phase)) return done({ ok: true, claim });
+      return apply(
+        {
+          previousOwner: claim.ownerGeneration,
+          ownerGeneration: "",
+          phase: "unowned",
+          pendingSuccessor: "",
+          transferStatus: "",
+          drainStatus: "",
+          reason: "evicted",
+        },
+        "evicted",
+        false,
+        command.note,
+      );
+    }
+  }
+}
+
+/** The fencing token a command presents as its caller's, if it presents one. */
+function presentedToken(command: ClaimCommand): bigint | undefined {
+  switch (command.kind) {
+    case "renew":
+    case "prepare":
+    case "release":
+      return command.token;
+    case "commit":
+    case "abort":
+      return command.expectedToken;
+    default:
+      return undefined;
   }
 }
 

@@ -14,9 +14,9 @@
  */
 import { Hono } from "hono";
 import { ShiftlockError } from "../protocol/errors.ts";
-import { health, openApi } from "../protocol/routes.ts";
+import { health, openApi, whoami } from "../protocol/routes.ts";
 import type { AppEnv } from "./app-env.ts";
-import { authenticate, authorize, presentedToken, withEchoedSubprotocol } from "./auth.ts";
+import { authenticate, authorize, presentedToken, withEchoedSubprotocol, type Grant } from "./auth.ts";
 import { mountClaimRoutes } from "./claims.ts";
 import { cors } from "./cors.ts";
 import { mountCoordRoutes } from "./coord.ts";
@@ -38,7 +38,9 @@ app.onError((err, c) => {
     // Refused before any route ran (authentication, unknown route): still one log line.
     const answer = errorAnswer(err);
     const ns = /^\/v1\/ns\/([^/]*)\//.exec(new URL(c.req.url).pathname)?.[1];
-    logRequest({ namespace: safeDecode(ns ?? ""), kind: "", name: "" }, `${c.req.method} (no route)`, answer, 0);
+    const grant: Grant | undefined = c.get("grant");
+    const where = { namespace: safeDecode(ns ?? ""), kind: "", name: "" };
+    logRequest(where, `${c.req.method} (no route)`, answer, 0, { tokenName: grant?.name });
     return send(c, answer);
   }
   // A platform overload outside a mounted route (platform-errors.ts) is still no bug.
@@ -99,6 +101,11 @@ app.use("/v1/*", async (c, next) => {
   }
 });
 
+// The calling token's name and role (docs/protocol.md#roles-names-and-whoami): any role may ask.
+mount(app, whoami, (c) => {
+  const { name, role } = c.get("grant");
+  return { status: 200, body: { name, role } };
+});
 mountClaimRoutes(app);
 mountGenerationRoutes(app);
 mountCoordRoutes(app);

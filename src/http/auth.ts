@@ -15,25 +15,32 @@
  *   request that sees the new value. Refusals are never remembered (an unknown token always
  *   pays the full comparison), so guessing cannot fill or probe the cache.
  * - `read` tokens may only GET (which includes a watch upgrade) or HEAD; `write` tokens may
- *   do everything. A token lists the namespaces it may touch, or `"*"` for all.
+ *   do everything but evict; `admin` tokens may do everything. A token lists the namespaces
+ *   it may touch, or `"*"` for all.
+ * - Each grant carries the token's `name` (configured, else `token#<position in the list>`),
+ *   which log lines show: never anything derived from the secret.
  * - A configuration that does not parse, or lists one token twice, fails closed: every `/v1`
  *   request is refused (500 `internal`, since it is an operator error, never a client's).
  *
  * Configuration: the `AUTH_TOKENS` variable (a secret in deployments) holds JSON, e.g.
- * `[{"token":"s3cret-token","role":"write","namespaces":["billing"]}]`. See docs/auth.md.
- * `npm start` passes a development-only value that accepts `dev-token`.
+ * `[{"token":"s3cret-token","role":"write","namespaces":["billing"],"name":"billing-deployer"}]`
+ * (`name` optional). See docs/auth.md. `npm start` passes a development-only value that
+ * accepts `dev-token` (write) and `dev-admin-token` (admin).
  *
  * Does not: rate-limit failed attempts, or expire tokens (rotate by editing the secret).
  */
 import { z } from "zod";
 import { ShiftlockError } from "../protocol/errors.ts";
+import { ROLES, type Role } from "../protocol/operators.ts";
 import type { RouteRole } from "../protocol/route.ts";
 
-export type Role = "read" | "write";
+export type { Role };
 
-/** What a token may do. */
+/** What a token may do, and the name log lines call it by. */
 export interface Grant {
   role: Role;
+  /** The configured `name`, or `token#<index>` (its position in the list) when it has none. */
+  name: string;
   /** The namespaces the token may touch, or `"*"` for every namespace. */
   namespaces: "*" | readonly string[];
 }
@@ -47,8 +54,14 @@ const tokenConfigSchema = z.array(
       .string()
       .min(TOKEN_MIN_LENGTH, `tokens must be at least ${TOKEN_MIN_LENGTH} characters`)
       .regex(/^[\x21-\x7e]+$/, "tokens must be printable ASCII without spaces"),
-    role: z.enum(["read", "write"]),
+    role: z.enum(ROLES),
     namespaces: z.union([z.literal("*"), z.array(z.string().min(1)).min(1)]),
+    name: z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[\x20-\x7e]+$/, "names must be printable ASCII")
+      .optional(),
   }),
 );
 
@@ -93,7 +106,7 @@ function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
- * Parse `AUTH_TOKENS` (JSON list of `{token, role, namespaces}`). An empty or absent value
+ * Parse `AUTH_TOKENS` (JSON list of `{token, role, namespaces, name?}`). An empty or absent value
  * means no tokens (every `/v1` request is 401). Throws `internal` naming the problem, never
  * the token, when the value is malformed or lists a token twice.
  */
@@ -119,7 +132,7 @@ export function parseTokenConfig(config: string | undefined): { token: string; g
   return tokens.data.map((t, index) => {
     if (seen.has(t.token)) throw new ShiftlockError("internal", `AUTH_TOKENS lists the token at [${index}] twice`);
     seen.add(t.token);
-    return { token: t.token, grant: { role: t.role, namespaces: t.namespaces } };
+    return { token: t.token, grant: { role: t.role, namespaces: t.namespaces, name: t.name ?? `token#${index}` } };
   });
 }
 
@@ -205,7 +218,9 @@ export async function authenticate(config: string | undefined, token: string): P
   for (const candidate of tokens) {
     // No early exit: the time taken does not depend on which token matched.
     const match = digestsEqual(candidate.digest, digest);
-    if (match && found === undefined) found = { role: candidate.role, namespaces: candidate.namespaces };
+    if (match && found === undefined) {
+      found = { role: candidate.role, namespaces: candidate.namespaces, name: candidate.name };
+    }
   }
   if (found !== undefined) {
     verified.set(key, found);
@@ -217,13 +232,20 @@ export async function authenticate(config: string | undefined, token: string): P
   return found;
 }
 
+/** True when a token of role `held` may call a route that needs `needed` (each role includes the weaker ones). */
+export function roleAllows(held: Role, needed: RouteRole): boolean {
+  return needed === "none" || ROLES.indexOf(held) >= ROLES.indexOf(needed);
+}
+
 /**
  * Throw `forbidden` unless the grant covers the namespace and the route's role (`read`:
- * GET and watch; `write`: everything).
+ * GET and watch; `write`: everything but evict; `admin`: everything).
  */
 export function authorize(grant: Grant, namespace: string, role: RouteRole): void {
   if (grant.namespaces !== "*" && !grant.namespaces.includes(namespace)) {
     throw new ShiftlockError("forbidden", "token is not allowed for this namespace");
   }
-  if (role === "write" && grant.role !== "write") throw new ShiftlockError("forbidden", "token is read-only");
+  if (!roleAllows(grant.role, role)) {
+    throw new ShiftlockError("forbidden", grant.role === "read" ? "token is read-only" : `this needs the ${role} role`);
+  }
 }

@@ -14,7 +14,7 @@ import type { Hono } from "hono";
 import type { ClaimObject } from "../claims/claim-object.ts";
 import { WATCH_PARAMS } from "../claims/claim-object.ts";
 import type { ClaimMutationName, ClaimRequest } from "../protocol/claim-routes.ts";
-import { CLAIM_MUTATIONS, claimBatch, getClaim, watchClaim } from "../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, claimBatch, evictClaim, getClaim, watchClaim } from "../protocol/claim-routes.ts";
 import type { BatchBody } from "../protocol/claims.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { nameProblem } from "../protocol/names.ts";
@@ -41,6 +41,7 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
     );
   }
   mount(app, getClaim, (c, { params }) => claimStub(c, params.ns, params.claim).get(params.claim));
+  mount(app, evictClaim, (c, { params, body }) => claimStub(c, params.ns, params.claim).evict(params.claim, body.note));
   mount(app, claimBatch, async (c, { params, body }) => {
     const results = await Promise.all(
       body.ops.map(async (op) => {
@@ -48,7 +49,8 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
         const answer = await runBatchOp(c, params.ns, op);
         // One line per op, as its single route would have written (request-log.ts).
         const where = { namespace: params.ns, kind: "claim", name: op.claim };
-        logRequest(where, CLAIM_MUTATIONS[op.op].operationId, answer, systemClock.nowMs() - startedMs);
+        const caller = { tokenName: c.get("grant").name };
+        logRequest(where, CLAIM_MUTATIONS[op.op].operationId, answer, systemClock.nowMs() - startedMs, caller);
         return answer;
       }),
     );

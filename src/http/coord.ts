@@ -92,6 +92,10 @@ function mountFamily(app: Hono<AppEnv>, routes: ScopeRoutes): void {
     c.executionCtx.waitUntil(settled.then(noop, noop));
     return pending;
   });
+  mount(app, routes.evict, (c, { params, body }) => {
+    const { scope, stub } = scopeOf(c, params);
+    return stub.evict(scope, body.note);
+  });
   mount(app, routes.watch, (c, { params, query }) => {
     const { scope, stub } = scopeOf(c, params);
     if (isKeyedScope(scope)) throw new ShiftlockError("unsupported", "keyed scopes have no watch");

@@ -25,7 +25,7 @@ import { ShiftlockError } from "../protocol/errors.ts";
 import type { RouteInput, RouteSpec } from "../protocol/route.ts";
 import { mayRepeat, pathParamNames } from "../protocol/route.ts";
 import type { AppEnv } from "./app-env.ts";
-import { authorize } from "./auth.ts";
+import { authorize, type Grant } from "./auth.ts";
 import { jsonBody, queryParams } from "./body.ts";
 import { checkPathEncoding, nameParam } from "./params.ts";
 import { callObject } from "./platform-errors.ts";
@@ -65,7 +65,11 @@ export function mount<R extends RouteSpec>(app: Hono<AppEnv>, route: R, handler:
     }
     if (!(answer instanceof Response) && isLogged(route, answer.status)) {
       const where = addressed(route, input?.params ?? rawParams(c, params), input?.body);
-      logRequest(where, route.operationId, answer, systemClock.nowMs() - startedMs);
+      const note = (input?.body as { note?: unknown } | undefined)?.note;
+      // Routes without a role run before authentication: no grant then.
+      const grant: Grant | undefined = c.get("grant");
+      const caller = { tokenName: grant?.name, note: typeof note === "string" ? note : undefined };
+      logRequest(where, route.operationId, answer, systemClock.nowMs() - startedMs, caller);
     }
     return send(c, answer);
   });

@@ -36,6 +36,7 @@ import { ROUTES } from "../protocol/routes.ts";
 import { WATCH_TICKET_PARAM } from "../protocol/watch-ticket-routes.ts";
 import { BEARER_SUBPROTOCOL_PREFIX } from "./auth.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
+import pkg from "../../package.json" with { type: "json" };
 
 type Json = Record<string, unknown>;
 
@@ -272,7 +273,8 @@ function buildDocument(): Json {
     openapi: "3.1.0",
     info: {
       title: "shiftlock",
-      version: "1",
+      // The package version: the document describes the routes of this build.
+      version: pkg.version,
       description:
         "Named claims with fencing tokens and two-phase handoff between deployment generations, and coord write " +
         "leases, on Cloudflare Durable Objects. Errors are {error:{code,message,...}}; unknown routes are 404 " +

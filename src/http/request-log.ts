@@ -8,9 +8,12 @@
  *   generation id, or `volumeId/objectStoreId/key` of a scope), `operation` (the route's
  *   operationId), `status`, `outcome` (`ok` or the protocol's error code), `token` (a claim's
  *   fencing token) or `epoch` (a lease's), `version` (a claim's record version) when the
- *   answer carries them, and `durationMs`.
- * - Never a secret: no bearer token, no Authorization header, no lease id (a lease id lets
- *   its holder keep the lease alive), no request body.
+ *   answer carries them, `durationMs`, and `tokenName`: the configured name of the token that
+ *   called (src/http/auth.ts; absent when no token was accepted). An eviction's line also
+ *   carries the operator's `note`.
+ * - Never a secret: no bearer token nor anything derived from one (the token's configured
+ *   name stands for it), no Authorization header, no lease id (a lease id lets its holder
+ *   keep the lease alive), no request body beyond an eviction's note.
  * - Successful reads are not logged (they change nothing); every write and every refusal is.
  *
  * Does not: count anything (the objects' outboxes do) or sample.
@@ -39,6 +42,16 @@ export interface RequestLogLine {
   epoch?: string;
   version?: string;
   durationMs: number;
+  tokenName?: string;
+  note?: string;
+}
+
+/** Who called and, for an eviction, why: the fields a line adds beyond the answer. */
+export interface RequestCaller {
+  /** The accepted token's name (undefined before authentication). */
+  tokenName?: string | undefined;
+  /** An eviction's note. */
+  note?: string | undefined;
 }
 
 /** What the request addressed, from its decoded path parameters (and a registration's body). */
@@ -56,7 +69,7 @@ export function addressed(
 
 /** True when this answer gets a line: every write, every refusal. */
 export function isLogged(route: RouteSpec, status: number): boolean {
-  return route.role === "write" || status >= 400;
+  return route.role === "write" || route.role === "admin" || status >= 400;
 }
 
 /** Write the line of one answered request. */
@@ -65,6 +78,7 @@ export function logRequest(
   operation: string,
   answer: WireResponse,
   durationMs: number,
+  caller: RequestCaller = {},
 ): void {
   const body = answer.body as {
     claim?: { fencingToken?: unknown; version?: unknown };
@@ -82,6 +96,8 @@ export function logRequest(
   if (typeof claim?.fencingToken === "string") line.token = claim.fencingToken;
   if (typeof claim?.version === "string") line.version = claim.version;
   if (typeof body?.lease?.epoch === "string") line.epoch = body.lease.epoch;
+  if (caller.tokenName !== undefined) line.tokenName = caller.tokenName;
+  if (caller.note !== undefined) line.note = caller.note;
   // The one place shiftlock writes to stdout: one JSON object per line.
   // eslint-disable-next-line no-console
   console.log(JSON.stringify(line));

@@ -133,8 +133,8 @@ export async function verifyTicket(env: Env, ticket: string, path: string, nowMs
     throw refused;
   }
   if (payload.p !== path || !(nowMs < payload.e)) throw refused;
-  const grant: Grant & { name?: string } = { role: payload.r as Grant["role"], namespaces: [payload.ns] };
-  if (payload.n !== undefined) grant.name = payload.n;
+  // Every grant has a name (its configured one or `token#<index>`), carried in the ticket.
+  const grant: Grant = { role: payload.r as Grant["role"], name: payload.n ?? "", namespaces: [payload.ns] };
   return { grant, id: payload.id, expiresAtMs: payload.e };
 }
 

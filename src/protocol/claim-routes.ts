@@ -19,6 +19,7 @@ import {
 } from "./claims.ts";
 import type { BatchOpName } from "./claims.ts";
 import type { ErrorCode } from "./errors.ts";
+import { evictBodySchema } from "./operators.ts";
 import { defineRoute, type RouteBody } from "./route.ts";
 
 const CLAIM = "/v1/ns/{ns}/claims/{claim}";
@@ -55,6 +56,7 @@ export const acquireClaim = mutation(
 );
 export const renewClaim = mutation("renew", "renewClaim", "Renew the caller's hold", renewBodySchema, [
   "claim_not_found",
+  "evicted",
   "not_owner",
   "stale_token",
 ]);
@@ -63,24 +65,25 @@ export const prepareTransfer = mutation(
   "prepareTransfer",
   "Reserve the claim for a successor",
   prepareBodySchema,
-  ["claim_not_found", "not_owner", "stale_token", "concurrent_transfer"],
+  ["claim_not_found", "evicted", "not_owner", "stale_token", "concurrent_transfer"],
 );
 export const commitTransfer = mutation(
   "transfer/commit",
   "commitTransfer",
   "Hand the claim to the successor (token+1)",
   commitBodySchema,
-  ["claim_not_found", "no_transfer", "concurrent_transfer", "stale_token", "token_overflow"],
+  ["claim_not_found", "evicted", "no_transfer", "concurrent_transfer", "stale_token", "token_overflow"],
 );
 export const abortTransfer = mutation(
   "transfer/abort",
   "abortTransfer",
   "Cancel a prepared transfer",
   abortBodySchema,
-  ["claim_not_found", "no_transfer", "stale_token", "not_owner"],
+  ["claim_not_found", "evicted", "no_transfer", "stale_token", "not_owner"],
 );
 export const releaseClaim = mutation("release", "releaseClaim", "Release the caller's hold", releaseBodySchema, [
   "claim_not_found",
+  "evicted",
   "stale_token",
   "not_owner",
 ]);
@@ -113,6 +116,24 @@ export const watchClaim = defineRoute({
   status: 101,
   errors: ["rate_limited"],
   websocket: { server: claimWatchServerMessageSchema, client: claimWatchClientMessageSchema },
+});
+
+export const evictClaim = defineRoute({
+  operationId: "evictClaim",
+  tag: "claims",
+  summary: "Evict the claim's owner (admin)",
+  description:
+    "The claim becomes unowned with reason evicted (previousOwner = the evicted owner, any pending transfer " +
+    "dropped); watchers get an evicted event with the note. Until the next acquire, which gets a greater token, " +
+    "renew, release, prepare, commit and abort presenting the evicted owner's token answer 409 evicted. An " +
+    "unowned claim answers 200 unchanged.",
+  method: "POST",
+  path: `${CLAIM}/evict`,
+  role: "admin",
+  body: evictBodySchema,
+  status: 200,
+  response: claimResponseSchema,
+  errors: ["claim_not_found"],
 });
 
 /** The claim mutations by the name the object and the batch route use. */
@@ -169,4 +190,4 @@ export const claimBatch = defineRoute({
   repeatable: "withOperationId",
 });
 
-export const CLAIM_ROUTES = [...Object.values(CLAIM_MUTATIONS), getClaim, watchClaim, claimBatch] as const;
+export const CLAIM_ROUTES = [...Object.values(CLAIM_MUTATIONS), getClaim, watchClaim, evictClaim, claimBatch] as const;

@@ -28,6 +28,7 @@ export const CLAIM_REASONS = [
   "transfer_aborted",
   "released",
   "expired",
+  "evicted",
 ] as const;
 export type ClaimReason = (typeof CLAIM_REASONS)[number];
 
@@ -39,6 +40,7 @@ export const CLAIM_EVENT_REASONS = [
   "transfer_aborted",
   "released",
   "expired",
+  "evicted",
 ] as const;
 export type ClaimEventReason = (typeof CLAIM_EVENT_REASONS)[number];
 
@@ -132,6 +134,7 @@ export const claimEventMessageSchema = z.object({
   reason: z.enum(CLAIM_EVENT_REASONS),
   claim: claimRecordSchema,
   timeMs: epochMsSchema,
+  note: z.string().optional().describe("evicted events: the operator's note, when one was given"),
 });
 /** Every message a claim watch delivers. */
 export const claimWatchServerMessageSchema = z.discriminatedUnion("type", [

@@ -142,7 +142,8 @@ export const keepaliveResponseSchema = z.object({ lease: leaseSchema, wantLock: 
 
 /**
  * One coord event. Exactly one of publish (generation advanced), `wantLock` or `unlocked`
- * describes it; `expired` marks an unlock caused by expiry and `replay` the single catch-up
+ * describes it; `expired` marks an unlock caused by expiry, `evicted` (with `note`) one an
+ * operator caused, and `replay` the single catch-up
  * event sent when history no longer reaches `afterGeneration`.
  */
 export const coordEventSchema = z.object({
@@ -158,6 +159,10 @@ export const coordEventSchema = z.object({
   keyPrefixChanged: z.string(),
   fallbackReason: z.string(),
   expired: z.literal(true).optional(),
+  /** With `unlocked`: an operator evicted the holder (docs/protocol.md#eviction). */
+  evicted: z.literal(true).optional(),
+  /** With `evicted`: the operator's note, when one was given. */
+  note: z.string().optional(),
   replay: z.literal(true).optional(),
 });
 export type CoordEvent = z.output<typeof coordEventSchema>;

@@ -19,8 +19,11 @@ import { ERROR_STATUS } from "./errors.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
-/** Who may call a route: anyone, or a token with the `read` or `write` role (docs/protocol.md#wire-conventions). */
-export type RouteRole = "none" | "read" | "write";
+/**
+ * Who may call a route: anyone, or a token with at least the `read`, `write` or `admin` role
+ * (docs/protocol.md#authentication-and-roles).
+ */
+export type RouteRole = "none" | "read" | "write" | "admin";
 
 /**
  * Whether a request to a route may be sent again when its answer was lost or the service was

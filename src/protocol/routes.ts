@@ -6,6 +6,7 @@ import { z } from "zod";
 import { CLAIM_ROUTES } from "./claim-routes.ts";
 import { GENERATION_ROUTES } from "./generation-routes.ts";
 import { LISTING_ROUTES } from "./listing-routes.ts";
+import { whoamiResponseSchema } from "./operators.ts";
 import type { RouteSpec } from "./route.ts";
 import { defineRoute } from "./route.ts";
 import { SCOPE_ROUTES } from "./scope-routes.ts";
@@ -34,9 +35,23 @@ export const openApi = defineRoute({
   errors: [],
 });
 
+export const whoami = defineRoute({
+  operationId: "whoami",
+  tag: "meta",
+  summary: "The calling token's name and role",
+  method: "GET",
+  path: "/v1/ns/{ns}/whoami",
+  role: "read",
+  query: z.strictObject({}),
+  status: 200,
+  response: whoamiResponseSchema,
+  errors: [],
+});
+
 export const ROUTES: readonly RouteSpec[] = [
   health,
   openApi,
+  whoami,
   ...CLAIM_ROUTES,
   ...GENERATION_ROUTES,
   ...SCOPE_ROUTES,

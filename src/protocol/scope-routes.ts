@@ -2,7 +2,7 @@
  * The coord routes of docs/protocol.md#coord, declared once (see route.ts) for each of the three ways to
  * address a scope: object store, key of a volume, key of an object store.
  *
- * Guarantees: the eight operations are declared once and stamped onto each address, so the
+ * Guarantees: the nine operations are declared once and stamped onto each address, so the
  * three families cannot drift; keyed families list `unsupported` where the protocol says keyed
  * scopes lack the operation.
  */
@@ -21,6 +21,7 @@ import {
   watchQuerySchema,
 } from "./coord.ts";
 import type { ErrorCode } from "./errors.ts";
+import { evictBodySchema } from "./operators.ts";
 import type { RouteSpec } from "./route.ts";
 import { defineRoute } from "./route.ts";
 
@@ -30,7 +31,7 @@ const STORE_KEY = "/v1/ns/{ns}/volumes/{volumeId}/stores/{objectStoreId}/keys/{k
 
 const noQuery = z.strictObject({});
 
-/** The eight scope operations under `prefix`; `suffix` keeps operation ids unique. */
+/** The nine scope operations under `prefix`; `suffix` keeps operation ids unique. */
 function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: boolean) {
   // Keyed scopes have mutual exclusion only: these operations answer `unsupported` there.
   const unsupported: ErrorCode[] = keyed ? ["unsupported"] : [];
@@ -132,6 +133,23 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       status: 204,
       errors: [],
       repeatable: "always",
+    }),
+    evict: defineRoute({
+      operationId: `evictWriteLease${suffix}`,
+      tag: "coord",
+      summary: "Evict the lease holder (admin)",
+      description:
+        "The current lease ends as if it expired: the next waiter is granted with the next epoch, the unlocked " +
+        "event carries evicted:true and the note, and the evicted holder's next keepalive, refresh or publish " +
+        "answers 410 lease_lost. A free scope answers 200 unchanged. Answers the scope's snapshot (a keyed " +
+        "scope's has generation 0 and root null).",
+      method: "POST",
+      path: `${prefix}/evict`,
+      role: "admin",
+      body: evictBodySchema,
+      status: 200,
+      response: snapshotSchema,
+      errors: [],
     }),
     watch: defineRoute({
       operationId: `watchScope${suffix}`,

@@ -13,8 +13,8 @@
  * - State persists where `wrangler dev --persist-to DIR` keeps it (`DIR/v3`, the worker
  *   named as in wrangler.toml), so `npm start` and `npm run dev` share their objects, and
  *   pending alarms survive a restart (overdue ones run after it).
- * - `AUTH_TOKENS` is the dev-only list ({@link DEV_AUTH_TOKENS}: `dev-token`, write, every
- *   namespace); a deployment never has it (wrangler.toml does not, see docs/auth.md).
+ * - `AUTH_TOKENS` is the dev-only list ({@link DEV_AUTH_TOKENS}: `dev-token`, write, and
+ *   `dev-admin-token`, admin, every namespace); a deployment never has it (wrangler.toml does not, see docs/auth.md).
  *   `CORS_ORIGINS` is `*`, so a page on any local origin can call it (docs/protocol.md#browsers-and-cors).
  * - `close()` stops the front, then workerd; nothing keeps running.
  *
@@ -27,8 +27,14 @@ import type { WorkerOptions } from "miniflare";
 import * as wrangler from "wrangler";
 import { startFront } from "./front.ts";
 
-/** The dev-only token list of `npm start` and `npm run dev` (docs/protocol.md#wire-conventions: `dev-token`). */
-export const DEV_AUTH_TOKENS = JSON.stringify([{ token: "dev-token", role: "write", namespaces: "*" }]);
+/**
+ * The dev-only token list of `npm start` and `npm run dev` (docs/protocol.md#authentication-and-roles):
+ * `dev-token` (write) and `dev-admin-token` (admin), every namespace.
+ */
+export const DEV_AUTH_TOKENS = JSON.stringify([
+  { token: "dev-token", role: "write", namespaces: "*", name: "dev" },
+  { token: "dev-admin-token", role: "admin", namespaces: "*", name: "dev-admin" },
+]);
 
 export interface LocalServerOptions {
   host: string;

@@ -83,7 +83,7 @@ const server = await startLocalServer({
 process.stdout.write(
   [
     `shiftlock listening on ${server.url} (state in ${values["persist-to"]})`,
-    `  API        ${server.url}  (Authorization: Bearer dev-token)`,
+    `  API        ${server.url}  (Authorization: Bearer dev-token; dev-admin-token may also evict)`,
     `  dashboard  ${server.url}/ui`,
     `  API docs   ${server.url}/docs`,
     "",

@@ -42,8 +42,7 @@ export interface AuthTokenConfig {
 export interface ShiftlockWorkerOptions {
   /**
    * The tokens the server accepts: a list, or its JSON text. Default: the local tokens of
-   * `npm start` (`dev-token`, write, every namespace; `dev-admin-token`, admin, where the
-   * server has that role).
+   * `npm start` (`dev-token`, write, and `dev-admin-token`, admin, every namespace).
    */
   authTokens?: string | readonly AuthTokenConfig[];
   /** Vars to add or replace (`CORS_ORIGINS`, `MAX_WATCHERS_PER_OBJECT`, …). */

@@ -7,6 +7,8 @@ import { ShiftlockError, type ErrorCode } from "../../src/protocol/errors.ts";
 
 export interface ClaimsFixture {
   backend: ClaimsBackend;
+  /** The same claims through a caller allowed to evict (the `admin` role over HTTP); may be `backend`. */
+  operator: ClaimsBackend;
   /** Let `ms` of the backend's clock pass (a fake clock advances; a real one waits). */
   passTime: (ms: number) => Promise<void>;
   /** Seed a claim's token (only backends with a test hook; the overflow checks need it). */
@@ -58,6 +60,7 @@ export function fixtureRunner(makeFixture: () => Promise<ClaimsFixture>): (body:
       await body(f, `c-${crypto.randomUUID()}`);
     } finally {
       await f.backend.close();
+      if (f.operator !== f.backend) await f.operator.close();
     }
   };
 }

@@ -12,6 +12,7 @@ import { MAX_FENCING_TOKEN } from "../../src/protocol/counter.ts";
 import type { ShiftlockError } from "../../src/protocol/errors.ts";
 import { expectCode, fixtureRunner, MINUTE, type ClaimsFixture } from "./claims-suite-helpers.ts";
 import { runBatchChecks } from "./claims-suite-batch.ts";
+import { runEvictChecks } from "./claims-suite-evict.ts";
 import { runListingChecks } from "./claims-suite-listing.ts";
 import { runRuleChecks } from "./claims-suite-rules.ts";
 import { runWatchChecks } from "./claims-suite-watch.ts";
@@ -271,5 +272,6 @@ export function runClaimsContract(
     runBatchChecks(withFixture);
     runListingChecks(withFixture);
     runWatchChecks(withFixture);
+    runEvictChecks(withFixture);
   });
 }

@@ -24,6 +24,8 @@ import { UnsupportedCoordinator } from "../../src/client/coord/unsupported-coord
 export interface CoordFixture {
   first: Coordinator;
   second: Coordinator;
+  /** A handle allowed to evict (the `admin` role over HTTP) on the same state. */
+  operator: Coordinator;
   close?(): Promise<void> | void;
 }
 
@@ -531,6 +533,89 @@ export function runCoordConformance<F extends CoordFixture>(
         await expect(
           f.first.tryAcquireWriteLease({ volumeId: "v", objectStoreId: "o", participantId: "p" }, { ttlMs: 5 }),
         ).rejects.toSatisfy((e) => hasCode(e, "invalid_request"));
+      } finally {
+        await after();
+      }
+    });
+
+    it("evict: the holder's lease ends, the next waiter is granted with the next epoch, watchers hear evicted + note", async () => {
+      const f = await fixture();
+      try {
+        const ids = { volumeId: uid("volume-evict"), objectStoreId: "objects-evict" };
+        const holder: Scope = { ...ids, participantId: "stuck" };
+        const waiter: Scope = { ...ids, participantId: "next" };
+        const watch = await f.second.watch(waiter, 0n);
+        const lease = await acquired(f.first, holder);
+        await lease.publish({ root: { v: 1 } });
+        const waiting = f.second.waitAcquireWriteLease(waiter);
+        await eventWhere(watch, (e) => e.wantLock, "wantLock");
+        const snap = await f.operator.evict({ ...ids, participantId: "" }, { note: "stuck writer, INC-7" });
+        expect(snap).toEqual({ ...ids, generation: 1n, root: { v: 1 } });
+        const unlocked = await eventWhere(watch, (e) => e.unlocked, "the evicted unlock");
+        expect(unlocked).toMatchObject({
+          processId: "stuck",
+          unlocked: true,
+          evicted: true,
+          note: "stuck writer, INC-7",
+        });
+        expect(unlocked.expired).toBeUndefined();
+        const next = await within(waiting, guardMs, "the waiter's grant");
+        expect(next.epoch).toBe(lease.epoch + 1n);
+        // The evicted holder hears it on its next call (publish here; keepalive detects it too).
+        await expect(lease.publish({ root: { v: 2 } })).rejects.toSatisfy((e) => hasCode(e, "lease_lost"));
+        await expect(lease.refresh()).rejects.toSatisfy((e) => hasCode(e, "lease_lost"));
+        expect((await f.second.snapshot(waiter)).root).toEqual({ v: 1 });
+        await lease.release(); // clean: the server's release is idempotent
+        await next.release();
+        watch.close();
+      } finally {
+        await after();
+      }
+    });
+
+    it("evict: the holder's keepalive detects it as a loss; a free scope is left as it is", async () => {
+      const f = await fixture();
+      try {
+        const scope: Scope = { volumeId: uid("volume-evict-loss"), objectStoreId: "objects", participantId: "holder" };
+        const lease = await acquired(f.first, scope, hooks.shortTtlMs);
+        await f.operator.evict(scope);
+        await hooks.elapse(f, hooks.shortTtlMs);
+        await within(lease.done, guardMs, "loss");
+        expect(hasCode(lease.err, "lease_lost")).toBe(true);
+        // Free now: evicting again changes nothing (same snapshot, the next grant is epoch+1).
+        expect(await f.operator.evict(scope, { note: "again" })).toEqual({
+          volumeId: scope.volumeId,
+          objectStoreId: "objects",
+          generation: 0n,
+          root: null,
+        });
+        const next = await acquired(f.second, { ...scope, participantId: "next" });
+        expect(next.epoch).toBe(lease.epoch + 1n);
+        await next.release();
+      } finally {
+        await after();
+      }
+    });
+
+    it("evict: keyed scopes too (their snapshot has generation 0 and root null); notes over 256 bytes are refused", async () => {
+      const f = await fixture();
+      try {
+        const scope: Scope = { volumeId: uid("volume-evict-key"), key: "k", participantId: "holder" };
+        const lease = await acquired(f.first, scope);
+        const tooLong = "é".repeat(129); // 258 bytes of UTF-8
+        await expect(f.operator.evict(scope, { note: tooLong })).rejects.toSatisfy((e) =>
+          hasCode(e, "invalid_request"),
+        );
+        expect(await f.operator.evict(scope, { note: "é".repeat(128) })).toEqual({
+          volumeId: scope.volumeId,
+          objectStoreId: "",
+          generation: 0n,
+          root: null,
+        });
+        const next = await acquired(f.second, { ...scope, participantId: "next" });
+        expect(next.epoch).toBe(lease.epoch + 1n);
+        await next.release();
+        await lease.release();
       } finally {
         await after();
       }

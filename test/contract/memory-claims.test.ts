@@ -12,6 +12,7 @@ runClaimsContract(
     const backend = new MemoryClaimsBackend({ clock });
     return Promise.resolve({
       backend,
+      operator: backend,
       passTime: (ms) => clock.advance(ms),
       forceSetToken: (name, token) => forceSetToken(backend, name, token),
     });

@@ -14,7 +14,14 @@ runCoordConformance<MemoryFixture>(
   () => {
     const clock = new ManualClock();
     const coordinator = new MemoryCoordinator({ clock });
-    return { clock, coordinator, first: coordinator, second: coordinator, close: () => coordinator.close() };
+    return {
+      clock,
+      coordinator,
+      first: coordinator,
+      second: coordinator,
+      operator: coordinator,
+      close: () => coordinator.close(),
+    };
   },
   {
     // Small steps so every keepalive, alarm and timeout runs at its own instant.

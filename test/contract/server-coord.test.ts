@@ -20,14 +20,14 @@ runCoordConformance<ServerFixture>(
   () => {
     const baseUrl = inject("serverUrl");
     const namespace = `coord-${crypto.randomUUID()}`;
-    const make = (): HttpCoordinator =>
+    const make = (token = TOKEN): HttpCoordinator =>
       new HttpCoordinator({
         baseUrl,
-        token: TOKEN,
+        token,
         namespace,
         WebSocket,
       });
-    return { baseUrl, namespace, first: make(), second: make() };
+    return { baseUrl, namespace, first: make(), second: make(), operator: make("dev-admin-token") };
   },
   {
     elapse: (_f, ms) => new Promise((resolve) => setTimeout(resolve, ms)),

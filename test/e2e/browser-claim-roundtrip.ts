@@ -2,7 +2,7 @@
  * One claim round trip in a real browser page, for any build of the client: a page served
  * from another origin than the API loads `clientJs` (an ESM bundle exporting
  * `HttpClaimsBackend`), acquires a claim over CORS, watches it over a WebSocket authenticated
- * by the `shiftlock.bearer.<token>` subprotocol, releases it and waits for `released`.
+ * by a watch ticket (what the client does in browsers), releases it and waits for `released`.
  * Used with the bundle built from the sources (browser-client.test.ts) and with the bundle
  * built from the installed tarball (package.test.ts).
  */
@@ -16,16 +16,20 @@ interface PageGlobals {
   shiftlockReady?: boolean;
   /** `protocol` of every WebSocket the page opened, once open: what the server echoed. */
   openedProtocols: string[];
+  /** `url` of every WebSocket the page opened. */
+  openedUrls: string[];
   location: { origin: string };
 }
 
 // Runs in the page before its scripts: records each WebSocket's negotiated subprotocol.
 const RECORD_SOCKETS = `
   window.openedProtocols = [];
+  window.openedUrls = [];
   const Native = window.WebSocket;
   window.WebSocket = class extends Native {
     constructor(url, protocols) {
       super(url, protocols);
+      window.openedUrls.push(String(url));
       this.addEventListener("open", () => window.openedProtocols.push(this.protocol));
     }
   };
@@ -51,6 +55,8 @@ export interface RoundTrip {
   releasedBy: string;
   /** The subprotocol each opened WebSocket negotiated. */
   protocols: string[];
+  /** The URL of each WebSocket the page opened. */
+  urls: string[];
 }
 
 export async function claimRoundTripInBrowser(
@@ -97,6 +103,7 @@ export async function claimRoundTripInBrowser(
         seen,
         releasedBy,
         protocols: g.openedProtocols,
+        urls: g.openedUrls,
       };
     }, args);
   } finally {

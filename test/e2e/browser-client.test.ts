@@ -32,7 +32,7 @@ describeBrowser("the client in headless Chromium, from another origin", () => {
     await browser?.close();
   });
 
-  it("acquires, watches over a subprotocol-authenticated WebSocket, releases and sees `released`", async () => {
+  it("acquires, watches over a ticket-authenticated WebSocket, releases and sees `released`", async () => {
     const apiUrl = inject("serverUrl");
     const args = { apiUrl, namespace: `e2e-browser-${process.pid}`, claim: `browser-${crypto.randomUUID()}` };
     const result = await claimRoundTripInBrowser(browser!, clientJs, args);
@@ -40,6 +40,10 @@ describeBrowser("the client in headless Chromium, from another origin", () => {
     expect(result.token).toBe("1");
     expect(result.seen).toEqual(["snapshot:owned", "released:unowned"]);
     expect(result.releasedBy).toBe("browser-generation");
-    expect(result.protocols).toEqual(["shiftlock.bearer.dev-token"]);
+    // A watch ticket, not the token, opened the socket: no subprotocol, no token in its URL.
+    expect(result.protocols).toEqual([""]);
+    expect(result.urls).toHaveLength(1);
+    expect(result.urls[0]).toContain("ticket=");
+    expect(result.urls[0]).not.toContain("dev-token");
   });
 });

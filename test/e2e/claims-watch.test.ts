@@ -19,7 +19,7 @@ class CountingWebSocket extends WebSocket {
   }
 }
 
-function client(webSocketAuth: "header" | "subprotocol" = "header"): HttpClaimsBackend {
+function client(webSocketAuth: "header" | "ticket" | "subprotocol" = "header"): HttpClaimsBackend {
   return new HttpClaimsBackend({
     baseUrl: inject("serverUrl"),
     token: "dev-token",
@@ -36,7 +36,7 @@ async function next(it: AsyncIterator<ClaimWatchItem>): Promise<ClaimWatchItem> 
 }
 
 describe("claim watch against the server", () => {
-  for (const auth of ["header", "subprotocol"] as const) {
+  for (const auth of ["header", "ticket", "subprotocol"] as const) {
     it(`acquire → acquired, release → released (token in the ${auth})`, async () => {
       const backend = client(auth);
       const claim = `w-${crypto.randomUUID()}`;

@@ -3,7 +3,8 @@
 // back, the lease's variables reach it, a loss stops it (SIGTERM, then SIGKILL after the
 // grace period) with status 4, Ctrl-C is forwarded and releases, and a waiting run acquires
 // when the holder releases. Losses are forced through the API (a commit to another
-// generation, a deleted coord lease), never by sleeping past a deadline.
+// generation, a deleted coord lease, an operator's `shiftlock claims evict`), never by
+// sleeping past a deadline.
 import { spawn, type ChildProcess } from "node:child_process";
 import { describe, expect, inject, it } from "vitest";
 import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
@@ -22,11 +23,11 @@ interface Running {
 }
 
 /** `shiftlock <args>` with the e2e server's settings; `-- node -e <script>` is the child. */
-function shiftlock(args: string[], script?: string): Running {
+function shiftlock(args: string[], script?: string, token = TOKEN): Running {
   const child = script === undefined ? [] : ["--", process.execPath, "-e", script];
   const proc = spawn(process.execPath, ["bin/shiftlock.mjs", ...args, ...child], {
     stdio: ["pipe", "pipe", "pipe"],
-    env: { ...process.env, SHIFTLOCK_URL: inject("serverUrl"), SHIFTLOCK_TOKEN: TOKEN, SHIFTLOCK_NAMESPACE: namespace },
+    env: { ...process.env, SHIFTLOCK_URL: inject("serverUrl"), SHIFTLOCK_TOKEN: token, SHIFTLOCK_NAMESPACE: namespace },
   });
   const text = { stdout: "", stderr: "" };
   const watchers: { pattern: RegExp; stream: "stdout" | "stderr"; resolve: (line: string) => void }[] = [];
@@ -127,6 +128,36 @@ describe("shiftlock claims run / coord run (processes)", { timeout: 60_000 }, ()
     expect(run.stdout()).toContain("got SIGTERM");
     expect(run.stderr()).toMatch(/lease lost/);
     expect(await backend.getClaim(claim)).toMatchObject({ ownerGeneration: "g2", phase: "owned" });
+    await backend.close();
+  });
+
+  it("an operator's `shiftlock claims evict` stops the command as a loss (exit 4, naming evicted)", async () => {
+    const claim = `run-${crypto.randomUUID()}`;
+    const args = ["claims", "run", claim, "--generation", "g1", "--ttl-ms", "1500"];
+    const run = shiftlock(args, `${REPORT_ENV} ${ON_TERM_EXIT_0} ${STAY}`);
+    const { token } = await report(run);
+    const evict = shiftlock(["claims", "evict", claim, "--note", "stuck job", "--json"], undefined, "dev-admin-token");
+    expect(await evict.exited).toBe(0);
+    expect(JSON.parse(evict.stdout())).toMatchObject({ claim: { phase: "unowned", reason: "evicted" } });
+    // The holder's next renew is refused `evicted`: its command is stopped, the run exits 4.
+    expect(await run.exited).toBe(4);
+    expect(run.stdout()).toContain("got SIGTERM");
+    expect(run.stderr()).toMatch(/lease was lost while the command ran \(evicted: /);
+    // Nobody holds it; the next acquire gets a greater token.
+    const backend = claims();
+    const next = await backend.acquireClaim({ claimName: claim, generationId: "g2", ttlMs: 15_000 });
+    expect(next.fencingToken).toBe(BigInt(token ?? "") + 1n);
+    await backend.close();
+  });
+
+  it("a write token cannot evict (exit 1, forbidden)", async () => {
+    const claim = `run-${crypto.randomUUID()}`;
+    const backend = claims();
+    await backend.acquireClaim({ claimName: claim, generationId: "g1", ttlMs: 15_000 });
+    const evict = shiftlock(["claims", "evict", claim]);
+    expect(await evict.exited).toBe(1);
+    expect(evict.stderr()).toContain("forbidden");
+    expect(await backend.getClaim(claim)).toMatchObject({ phase: "owned", ownerGeneration: "g1" });
     await backend.close();
   });
 

@@ -1,7 +1,10 @@
 // GET /ui in a real browser (headless Chromium, test/e2e/browser.ts): the dashboard lists the
 // claims created through the API from the namespace index, and its rows follow each claim's
-// watch — an acquire, a prepared and committed transfer, and a release each show up in the
-// row (and in the claim's timeline) without reloading. Also takes the screenshot the README
+// object — an acquire, a prepared and committed transfer, and a release each show up in the
+// row (and in the claim's timeline, which opens with the history from before the page
+// loaded) without reloading; a claim kept by renewals (which send no event) never reads
+// "expired"; durations read as people read them; a coord row names its holder; a refused
+// token returns to the token form with the reason. Also takes the screenshot the README
 // shows (docs/dashboard.png) when SHIFTLOCK_SCREENSHOT=1.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
@@ -11,6 +14,8 @@ import { describeBrowser, launchChromium } from "./browser.ts";
 /** Generous: a row follows its watch in well under a second on a quiet machine (see docs/dashboard.md). */
 const ROW_UPDATE_TIMEOUT_MS = 10_000;
 const TTL_MS = 60_000;
+/** payments-leader's lease: long enough to read in minutes. */
+const HOUR_MS = 3_600_000;
 
 let browser: Browser | undefined;
 let page: Page;
@@ -18,6 +23,20 @@ let claims: HttpClaimsBackend;
 const errors: string[] = [];
 const namespace = `e2e-ui-${process.pid}`;
 const names = ["payments-leader", "scheduler", "shard-0", "shard-1"];
+const scope = { volumeId: "vol-ui", objectStoreId: "store-ui" };
+const HOLDER = "writer-7";
+
+/** Wait until the namespace index lists `count` items of `kind` (it follows the objects within 2 s). */
+async function listed(kind: "claims" | "scopes", count: number): Promise<void> {
+  for (;;) {
+    const res = await fetch(`${inject("serverUrl")}/v1/ns/${namespace}/${kind}`, {
+      headers: { authorization: "Bearer dev-token" },
+    });
+    const body: Record<string, unknown[] | undefined> = await res.json();
+    if (body[kind]?.length === count) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 /** The row of `claim` has `attribute` = `value` (it follows the claim's watch). */
 async function rowShows(claim: string, attribute: string, value: string): Promise<void> {
@@ -27,18 +46,35 @@ async function rowShows(claim: string, attribute: string, value: string): Promis
 describeBrowser("the /ui dashboard in headless Chromium", () => {
   beforeAll(async () => {
     claims = new HttpClaimsBackend({ baseUrl: inject("serverUrl"), token: "dev-token", namespace });
-    for (const claimName of names) await claims.acquireClaim({ claimName, generationId: "gen-a", ttlMs: TTL_MS });
-    // The index may lag the objects (docs/protocol.md#listing: at most 2 s): wait until it lists them all.
-    for (;;) {
-      const res = await fetch(`${inject("serverUrl")}/v1/ns/${namespace}/claims`, {
-        headers: { authorization: "Bearer dev-token" },
-      });
-      const body: { claims?: unknown[] } = await res.json();
-      if (body.claims?.length === names.length) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    for (const claimName of names) {
+      const ttlMs = claimName === "payments-leader" ? HOUR_MS : TTL_MS;
+      await claims.acquireClaim({ claimName, generationId: "gen-a", ttlMs });
     }
+    const lease = await fetch(
+      `${inject("serverUrl")}/v1/ns/${namespace}/volumes/${scope.volumeId}/stores/${scope.objectStoreId}/leases`,
+      {
+        method: "POST",
+        headers: { authorization: "Bearer dev-token", "content-type": "application/json" },
+        body: JSON.stringify({ participantId: HOLDER, ttlMs: HOUR_MS }),
+      },
+    );
+    expect(lease.status).toBe(201);
+    // The index may lag the objects (docs/protocol.md#listing: at most 2 s): wait until it lists them all.
+    await listed("claims", names.length);
+    await listed("scopes", 1);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    // Every WebSocket the page opens: its URL and subprotocols.
+    await page.addInitScript(`
+      window.openedSockets = [];
+      const Native = window.WebSocket;
+      window.WebSocket = class extends Native {
+        constructor(url, protocols) {
+          super(url, protocols);
+          window.openedSockets.push({ url: String(url), protocols: [].concat(protocols ?? []) });
+        }
+      };
+    `);
     page.on("pageerror", (e) => errors.push(e.message));
     page.on("console", (m) => {
       if (m.type() === "error") errors.push(m.text());
@@ -87,7 +123,8 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     const reasons = await Promise.all(
       (await page.locator("#timeline li").all()).map(async (li) => (await li.getAttribute("data-reason")) ?? ""),
     );
-    expect(reasons).toEqual(["transfer_committed", "transfer_prepared"]);
+    // The timeline opens with the claim's retained history: the acquire before the page opened.
+    expect(reasons).toEqual(["transfer_committed", "transfer_prepared", "acquired"]);
     expect(errors).toEqual([]);
   });
 
@@ -103,9 +140,116 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     await page.waitForSelector(`tr[data-name="scheduler"][data-watching=true]`);
     // A claim's timeline survives its row being paged or filtered away and back.
     await page.click(`tr[data-name="shard-1"] button`);
-    expect(await page.locator("#timeline li").count()).toBe(2);
+    // Each version once: the watch reopened with the row replays what the timeline holds.
+    const versions = await Promise.all(
+      (await page.locator("#timeline li").all()).map(async (li) => (await li.getAttribute("data-reason")) ?? ""),
+    );
+    expect(versions).toEqual(["transfer_committed", "transfer_prepared", "acquired"]);
     if (process.env["SHIFTLOCK_SCREENSHOT"] === "1")
       await page.screenshot({ path: "docs/dashboard.png", fullPage: true });
+  });
+
+  it("reads durations as people do, and names the holder of a coord scope", async () => {
+    // 3,600,000 ms minus the seconds since the acquire: "59 min", never "3582 s".
+    await page.waitForSelector(`tr[data-name="payments-leader"] td.expiry:text-is("59 min")`);
+    await page.waitForSelector(`tr[data-name="scheduler"] td.expiry:text-matches("^[0-9]+ s$")`);
+    const scopeRow = page.locator("#scopes-body tr", { hasText: `${scope.volumeId}/${scope.objectStoreId}` });
+    expect(await scopeRow.locator("td").nth(1).textContent()).toBe(HOLDER);
+    expect(errors).toEqual([]);
+  });
+
+  it("never shows a claim kept by renewals as expired, and shows the deadline of its last renewal", async () => {
+    // Renewals send no watch event: the page learns each new deadline from the object once the
+    // one it shows has passed. ttl 3 s, renewed every 0.75 s (a runtime's ttl/4), 6 times.
+    const ttlMs = 3000;
+    const claimName = "renewed-leader";
+    let held = await claims.acquireClaim({ claimName, generationId: "gen-r", ttlMs });
+    await listed("claims", names.length + 1);
+    await page.click("#claim-filters button[type=submit]");
+    await page.waitForSelector(`tr[data-name="${claimName}"][data-watching=true]`);
+    // Every text the row's deadline cell shows, with the phase the row showed at that moment.
+    // (In the page, as a script: the test's own types know no DOM.)
+    await page.evaluate(`(() => {
+      const row = document.querySelector('tr[data-name="${claimName}"]');
+      const seen = (window.expirySeen = []);
+      const record = () => seen.push(row.getAttribute("data-phase") + ":" + row.querySelector(".expiry").textContent);
+      record();
+      new MutationObserver(record).observe(row, { subtree: true, childList: true, characterData: true, attributes: true });
+    })()`);
+    for (let i = 0; i < 6; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 750)); // the renewal cadence, not a wait for the page
+      held = await claims.renewClaim({ claimName, generationId: "gen-r", token: held.fencingToken, ttlMs });
+    }
+    // Synchronised on the page: it shows the last renewal's deadline (read from the object).
+    await page.waitForSelector(`tr[data-name="${claimName}"][data-expires="${held.expiresAtMs}"][data-phase=owned]`, {
+      timeout: ROW_UPDATE_TIMEOUT_MS,
+    });
+    // Without renewals it expires: the object's watch reports it (phase unowned, reason expired).
+    await rowShows(claimName, "data-phase", "unowned");
+    const seen = await page.evaluate<string[]>("window.expirySeen");
+    const whileOwned = seen.filter((entry) => entry.startsWith("owned:"));
+    expect(whileOwned.length).toBeGreaterThan(0);
+    expect(whileOwned.filter((entry) => /expired/.test(entry))).toEqual([]);
+    expect(await page.textContent(`tr[data-name="${claimName}"] td:nth-child(6)`)).toBe("expired");
+    expect(errors).toEqual([]);
+  });
+
+  it("opens every watch with a single-use ticket, never with the token", async () => {
+    const sockets = await page.evaluate<{ url: string; protocols: string[] }[]>("window.openedSockets");
+    expect(sockets.length).toBeGreaterThanOrEqual(names.length);
+    for (const socket of sockets) {
+      expect(new URL(socket.url).searchParams.get("ticket")).toMatch(/^v1\./);
+      expect(socket.protocols).toEqual([]);
+      expect(socket.url).not.toContain("dev-token");
+    }
+  });
+
+  it("returns to the token form with the server's reason when the token is refused", async () => {
+    const fresh = await browser!.newPage();
+    await fresh.goto(`${inject("serverUrl")}/ui?ns=${namespace}#token=not-a-token`);
+    await fresh.waitForSelector("#connect:not([hidden]) #connect-error:not([hidden])");
+    expect(await fresh.textContent("#connect-error")).toContain("missing or unknown bearer token");
+    expect(await fresh.isHidden("#dashboard")).toBe(true);
+    expect(await fresh.inputValue("#ns-input")).toBe(namespace);
+    await fresh.close();
+  });
+
+  it("offers no Evict to a token that is not an admin's", async () => {
+    await page.waitForSelector("body[data-role=write]");
+    expect(await page.locator("button.evict").count()).toBe(0);
+  });
+
+  it("lets an admin evict a held claim, only after a confirmation that Cancel leaves alone", async () => {
+    const admin = await browser!.newPage();
+    admin.on("pageerror", (e) => errors.push(e.message));
+    await admin.goto(`${inject("serverUrl")}/ui?ns=${namespace}#token=dev-admin-token`);
+    await admin.waitForSelector("body[data-role=admin]");
+    const evict = `tr[data-name="scheduler"] button.evict`;
+    await admin.waitForSelector(evict);
+    // A held scope offers it too.
+    await admin.waitForSelector(
+      `#scopes-body button.evict[aria-label="Evict ${scope.volumeId}/${scope.objectStoreId}"]`,
+    );
+
+    await admin.click(evict);
+    await admin.waitForSelector("#evict-dialog[open]");
+    expect(await admin.textContent("#evict-what")).toContain("gen-a");
+    await admin.click("#evict-cancel");
+    expect(await admin.locator("#evict-dialog[open]").count()).toBe(0);
+    expect((await claims.getClaim("scheduler")).phase).toBe("owned");
+
+    await admin.click(evict);
+    await admin.fill("#evict-note", "drill");
+    await admin.click("#evict-confirm");
+    await admin.waitForSelector(`tr[data-name="scheduler"][data-phase=unowned]`, { timeout: ROW_UPDATE_TIMEOUT_MS });
+    const evicted = await claims.getClaim("scheduler");
+    expect(evicted.phase).toBe("unowned");
+    expect(evicted.reason).toBe("evicted");
+    expect(await admin.locator(`${evict}`).count()).toBe(0);
+    await admin.click(`tr[data-name="scheduler"] th button`);
+    await admin.waitForSelector(`#timeline li[data-reason=evicted]`);
+    await admin.close();
+    expect(errors).toEqual([]);
   });
 
   it("opens from a form when no namespace or token is given", async () => {

@@ -1,8 +1,13 @@
 // GET /docs in a real browser (headless Chromium, test/e2e/browser.ts): the reference renders
 // every operation of /openapi.json, filters them, and "Try it" sends the request the form
 // shows with the token the user entered — here reading back a claim created through the API.
+// Each response status lists only the codes its route declares; the title names the version.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import pkg from "../../package.json" with { type: "json" };
+import { ERROR_STATUS } from "../../src/protocol/errors.ts";
+import { routeErrorCodes } from "../../src/protocol/route.ts";
+import { ROUTES } from "../../src/protocol/routes.ts";
 import { describeBrowser, launchChromium } from "./browser.ts";
 
 let browser: Browser | undefined;
@@ -49,6 +54,28 @@ describeBrowser("the /docs API reference in headless Chromium", () => {
     expect(await page.inputValue("#token")).toBe("dev-token");
     expect(new URL(page.url()).hash).toBe("");
     expect(errors).toEqual([]);
+  });
+
+  it("lists under each status only the codes its route can answer, and names the package version", async () => {
+    expect(await page.textContent("#title")).toBe(`shiftlock API ${pkg.version}`);
+    // Operation id → status → the codes shown (in the page, as a script: the test's own types know no DOM).
+    const shown = await page.evaluate<{ id: string; statuses: Record<string, string[]> }[]>(`
+      [...document.querySelectorAll("details.op")].map((op) => ({
+        id: op.getAttribute("data-operation-id"),
+        statuses: Object.fromEntries([...op.querySelectorAll("ul.responses > li")].map((li) => [
+          li.getAttribute("data-status"),
+          (li.querySelector(".codes")?.getAttribute("data-codes") ?? "").split(" ").filter((c) => c !== ""),
+        ])),
+      }))`);
+    expect(shown.length).toBe(ROUTES.length);
+    for (const route of ROUTES) {
+      const expected: Record<string, string[]> = { [String(route.status)]: [] };
+      for (const code of routeErrorCodes(route)) (expected[String(ERROR_STATUS[code])] ??= []).push(code);
+      const op = shown.find((o) => o.id === route.operationId);
+      const sorted = (byStatus: Record<string, string[]>) =>
+        Object.fromEntries(Object.entries(byStatus).map(([status, codes]) => [status, [...codes].sort()]));
+      expect(sorted(op?.statuses ?? {}), route.operationId).toEqual(sorted(expected));
+    }
   });
 
   it("filters operations by what the user types", async () => {

@@ -5,7 +5,7 @@
 // Each run is in a directory of its own whose entries link to this repository's, so the
 // build writes its own dist/ and never the one other tests' servers read.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, expect, it } from "vitest";
@@ -24,6 +24,8 @@ function checkout(wranglerToml: string): string {
   const dir = mkdtempSync(join(tmpdir(), "shiftlock-npm-start-"));
   for (const entry of readdirSync(".")) if (!OWN.has(entry)) symlinkSync(resolve(entry), join(dir, entry));
   writeFileSync(join(dir, "wrangler.toml"), wranglerToml);
+  // As a fresh clone has it: the (empty) static assets directory is in git (.gitignore).
+  mkdirSync(join(dir, "dist", "pages"), { recursive: true });
   cleanups.push(() => Promise.resolve(removeState(dir)));
   return dir;
 }
@@ -89,10 +91,18 @@ it("prints where the API, /ui and /docs are, each answering, and none of wrangle
   await run.printed("API docs");
   const base = `http://127.0.0.1:${port}`;
   const lines = run.output().split("\n");
-  expect(lines).toContain(`  API        ${base}  (Authorization: Bearer dev-token)`);
+  expect(lines).toContain(`  API        ${base}  (Authorization: Bearer dev-token; dev-admin-token may also evict)`);
   expect(lines).toContain(`  dashboard  ${base}/ui`);
   expect(lines).toContain(`  API docs   ${base}/docs`);
   for (const path of ["/ui", "/docs", "/healthz"]) expect((await fetch(`${base}${path}`)).status, path).toBe(200);
+  // Both local tokens, by name and role (docs/operators.md).
+  for (const [token, me] of [
+    ["dev-token", { name: "dev", role: "write" }],
+    ["dev-admin-token", { name: "dev-admin", role: "admin" }],
+  ] as const) {
+    const res = await fetch(`${base}/v1/ns/demo/whoami`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(await res.json()).toEqual(me);
+  }
   for (const noise of WRANGLER_NOISE) expect(run.output()).not.toMatch(noise);
 }, 120_000);
 

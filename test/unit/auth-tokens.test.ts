@@ -16,7 +16,8 @@ const CONFIG = JSON.stringify([
   { token: "writer-everything", role: "write", namespaces: "*" },
   { token: "reader-everything", role: "read", namespaces: "*" },
   { token: "writer-billing-and-ops", role: "write", namespaces: ["billing", "ops"] },
-  { token: "reader-billing", role: "read", namespaces: ["billing"] },
+  { token: "reader-billing", role: "read", namespaces: ["billing"], name: "billing-dashboard" },
+  { token: "operator-everything", role: "admin", namespaces: "*", name: "on-call" },
 ]);
 
 function internalMessage(fn: () => unknown): string {
@@ -31,12 +32,20 @@ function internalMessage(fn: () => unknown): string {
 }
 
 describe("parseTokenConfig", () => {
-  it("reads a list of tokens with roles and namespace lists", () => {
+  it("reads a list of tokens with roles, namespace lists and names (token#<position> when unnamed)", () => {
     expect(parseTokenConfig(CONFIG).map((t) => t.grant)).toEqual([
-      { role: "write", namespaces: "*" },
-      { role: "read", namespaces: "*" },
-      { role: "write", namespaces: ["billing", "ops"] },
-      { role: "read", namespaces: ["billing"] },
+      { role: "write", namespaces: "*", name: "token#0" },
+      { role: "read", namespaces: "*", name: "token#1" },
+      { role: "write", namespaces: ["billing", "ops"], name: "token#2" },
+      { role: "read", namespaces: ["billing"], name: "billing-dashboard" },
+      { role: "admin", namespaces: "*", name: "on-call" },
+    ]);
+  });
+
+  it("accepts the older form (no name, read or write) unchanged", () => {
+    const older = JSON.stringify([{ token: "older-config", role: "write", namespaces: ["a"] }]);
+    expect(parseTokenConfig(older)).toEqual([
+      { token: "older-config", grant: { role: "write", namespaces: ["a"], name: "token#0" } },
     ]);
   });
 
@@ -51,7 +60,9 @@ describe("parseTokenConfig", () => {
     ["an object instead of a list", JSON.stringify({ token: "abcdefgh", role: "write", namespaces: "*" })],
     ["a short token", JSON.stringify([{ token: "short", role: "write", namespaces: "*" }])],
     ["a token with a space", JSON.stringify([{ token: "has a space", role: "write", namespaces: "*" }])],
-    ["an unknown role", JSON.stringify([{ token: "abcdefgh", role: "admin", namespaces: "*" }])],
+    ["an unknown role", JSON.stringify([{ token: "abcdefgh", role: "root", namespaces: "*" }])],
+    ["an empty name", JSON.stringify([{ token: "abcdefgh", role: "read", namespaces: "*", name: "" }])],
+    ["a name with a newline", JSON.stringify([{ token: "abcdefgh", role: "read", namespaces: "*", name: "a\nb" }])],
     ["an empty namespace list", JSON.stringify([{ token: "abcdefgh", role: "read", namespaces: [] }])],
     ["an unknown field", JSON.stringify([{ token: "abcdefgh", role: "read", namespaces: "*", ttl: 1 }])],
     ["a missing role", JSON.stringify([{ token: "abcdefgh", namespaces: "*" }])],
@@ -76,11 +87,25 @@ describe("parseTokenConfig", () => {
 
 describe("authenticate", () => {
   it("finds each token's own grant among several", async () => {
-    expect(await authenticate(CONFIG, "writer-everything")).toEqual({ role: "write", namespaces: "*" });
-    expect(await authenticate(CONFIG, "reader-billing")).toEqual({ role: "read", namespaces: ["billing"] });
+    expect(await authenticate(CONFIG, "writer-everything")).toEqual({
+      role: "write",
+      namespaces: "*",
+      name: "token#0",
+    });
+    expect(await authenticate(CONFIG, "reader-billing")).toEqual({
+      role: "read",
+      namespaces: ["billing"],
+      name: "billing-dashboard",
+    });
+    expect(await authenticate(CONFIG, "operator-everything")).toEqual({
+      role: "admin",
+      namespaces: "*",
+      name: "on-call",
+    });
     expect(await authenticate(CONFIG, "writer-billing-and-ops")).toEqual({
       role: "write",
       namespaces: ["billing", "ops"],
+      name: "token#2",
     });
   });
 
@@ -101,13 +126,25 @@ describe("authenticate", () => {
       { token: "staying-token", role: "read", namespaces: "*" },
     ]);
     const after = JSON.stringify([{ token: "staying-token", role: "read", namespaces: "*" }]);
-    expect(await authenticate(before, "rotated-out-token")).toEqual({ role: "write", namespaces: "*" });
-    expect(await authenticate(before, "rotated-out-token")).toEqual({ role: "write", namespaces: "*" });
+    expect(await authenticate(before, "rotated-out-token")).toEqual({
+      role: "write",
+      namespaces: "*",
+      name: "token#0",
+    });
+    expect(await authenticate(before, "rotated-out-token")).toEqual({
+      role: "write",
+      namespaces: "*",
+      name: "token#0",
+    });
     expect(await authenticate(after, "rotated-out-token")).toBeUndefined();
-    expect(await authenticate(after, "staying-token")).toEqual({ role: "read", namespaces: "*" });
+    expect(await authenticate(after, "staying-token")).toEqual({ role: "read", namespaces: "*", name: "token#0" });
     // A role changed for the same token takes effect at once too.
     const demoted = JSON.stringify([{ token: "staying-token", role: "read", namespaces: ["billing"] }]);
-    expect(await authenticate(demoted, "staying-token")).toEqual({ role: "read", namespaces: ["billing"] });
+    expect(await authenticate(demoted, "staying-token")).toEqual({
+      role: "read",
+      namespaces: ["billing"],
+      name: "token#0",
+    });
   });
 
   it(`grants correctly past the ${VERIFIED_DIGESTS_CACHED} remembered verifications (evicted ones verify again)`, async () => {
@@ -119,7 +156,11 @@ describe("authenticate", () => {
     const config = JSON.stringify(tokens);
     for (let pass = 0; pass < 2; pass++) {
       for (const [i, t] of tokens.entries()) {
-        expect(await authenticate(config, t.token)).toEqual({ role: t.role, namespaces: [`ns-${i}`] });
+        expect(await authenticate(config, t.token)).toEqual({
+          role: t.role,
+          namespaces: [`ns-${i}`],
+          name: `token#${i}`,
+        });
       }
     }
     expect(await authenticate(config, "token-number-x")).toBeUndefined();
@@ -141,29 +182,42 @@ describe("authorize", () => {
     }
   };
 
-  it("lets write tokens call every role's routes in their namespaces", () => {
+  it("lets write tokens call every role's routes but evict in their namespaces", () => {
     for (const role of ["none", "read", "write"] as const) {
-      expect(code(() => authorize({ role: "write", namespaces: ["billing", "ops"] }, "ops", role))).toBeUndefined();
-      expect(code(() => authorize({ role: "write", namespaces: "*" }, "anything", role))).toBeUndefined();
+      const limited = { role: "write", namespaces: ["billing", "ops"], name: "w" } as const;
+      expect(code(() => authorize(limited, "ops", role))).toBeUndefined();
+      expect(code(() => authorize({ role: "write", namespaces: "*", name: "w" }, "anything", role))).toBeUndefined();
     }
+    expect(code(() => authorize({ role: "write", namespaces: "*", name: "w" }, "ops", "admin"))).toBe("forbidden");
+  });
+
+  it("lets admin tokens call every route, evict included, and only in their namespaces", () => {
+    for (const role of ["none", "read", "write", "admin"] as const) {
+      expect(code(() => authorize({ role: "admin", namespaces: ["ops"], name: "a" }, "ops", role))).toBeUndefined();
+    }
+    expect(code(() => authorize({ role: "admin", namespaces: ["ops"], name: "a" }, "billing", "admin"))).toBe(
+      "forbidden",
+    );
   });
 
   it("limits read tokens to read routes (GET and watch)", () => {
-    const grant = { role: "read", namespaces: "*" } as const;
+    const grant = { role: "read", namespaces: "*", name: "r" } as const;
     expect(code(() => authorize(grant, "billing", "read"))).toBeUndefined();
     expect(code(() => authorize(grant, "billing", "write"))).toBe("forbidden");
+    expect(code(() => authorize(grant, "billing", "admin"))).toBe("forbidden");
   });
 
   it("forbids namespaces outside the list, matching names exactly", () => {
-    const grant = { role: "write", namespaces: ["billing"] } as const;
+    const grant = { role: "write", namespaces: ["billing"], name: "w" } as const;
     for (const ns of ["ops", "Billing", "billing ", "billin", "billing2"]) {
       expect(code(() => authorize(grant, ns, "read"))).toBe("forbidden");
     }
   });
 
-  it("gives every /v1 route the role of its method — read for GET (watch included), write otherwise — but a watch ticket, which only reads", () => {
+  it("gives every /v1 route the role of its method — read for GET (watch included), write otherwise — but a watch ticket, which only reads, and evict, which is admin", () => {
     for (const route of ROUTES.filter((r) => r.role !== "none")) {
-      const expected = route.method === "GET" || route.operationId === "issueWatchTicket" ? "read" : "write";
+      const read = route.method === "GET" || route.operationId === "issueWatchTicket";
+      const expected = read ? "read" : route.path.endsWith("/evict") ? "admin" : "write";
       expect(route.role, route.operationId).toBe(expected);
     }
   });

@@ -354,3 +354,74 @@ describe("shiftlock against an HTTP server", () => {
     expect(res.err).toContain("no such route at http://127.0.0.1:8999/elsewhere");
   });
 });
+
+describe("operators: evict and whoami", () => {
+  it("claims evict prints the unowned record; the evicted token is then refused with `evicted` (exit 1)", async () => {
+    const { run } = cli();
+    await run("claims", "acquire", "job", "--generation", "g1");
+    const evicted = await run("claims", "evict", "job", "--note", "stuck since 04:00", "--json");
+    expect(evicted.code).toBe(0);
+    expect(json(evicted.out).claim).toMatchObject({ phase: "unowned", previousOwner: "g1", reason: "evicted" });
+    const renew = await run("claims", "renew", "job", "--generation", "g1", "--fencing-token", "1", "--ttl", "1m");
+    expect(renew.code).toBe(1);
+    expect(renew.err).toContain("evicted: an operator evicted the owner this token belonged to");
+    expect(renew.err).toContain("owner  token 1 phase unowned");
+    const missing = await run("claims", "evict", "nope");
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("claim_not_found");
+    expect((await run("claims", "evict")).err).toContain("claim name is required");
+    expect((await run("claims", "evict", "job", "--generation", "g1")).code).toBe(2);
+  });
+
+  it("claims watch shows an eviction's note", async () => {
+    const stop = new AbortController();
+    const { run, claims } = cli({ signal: stop.signal });
+    await claims.acquireClaim({ claimName: "job", generationId: "g1", ttlMs: 60_000 });
+    const watching = run("claims", "watch", "job");
+    await flushMicrotasks(20);
+    await claims.evictClaim({ claimName: "job", note: "INC-9" });
+    await flushMicrotasks(20);
+    stop.abort();
+    const res = await watching;
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(/ evicted: .*\(note: "INC-9"\)\n$/);
+  });
+
+  it("coord evict ends the holder's lease and prints the snapshot; it needs --store or --key", async () => {
+    const { run } = cli();
+    const scope = ["--volume", "v", "--store", "s"];
+    const held = await run("coord", "publish", ...scope, "--root", '{"v":1}');
+    expect(held.code).toBe(0);
+    const evicted = await run("coord", "evict", ...scope, "--note", "INC-9", "--json");
+    expect(evicted.code).toBe(0);
+    expect(json(evicted.out).snapshot).toEqual({ volumeId: "v", objectStoreId: "s", generation: "1", root: { v: 1 } });
+    expect((await run("coord", "evict", "--volume", "v", "--key", "k")).code).toBe(0);
+    expect((await run("coord", "evict", "--volume", "v")).err).toContain("coord evict needs --store or --key");
+  });
+
+  it("whoami prints the token's name and role (the in-memory backend stands for an admin)", async () => {
+    const { run } = cli();
+    const me = await run("whoami");
+    expect(me).toMatchObject({ code: 0, err: "" });
+    expect(me.out).toBe("memory (admin) in namespace default at http://127.0.0.1:8787\n");
+    expect(JSON.parse((await run("whoami", "--json")).out)).toEqual({ name: "memory", role: "admin" });
+    expect((await run("whoami", "extra")).code).toBe(2);
+  });
+
+  it("whoami over HTTP asks GET /v1/ns/{ns}/whoami with the token", async () => {
+    const seen: string[] = [];
+    const out: string[] = [];
+    const io: CliIo = {
+      stdout: (t) => out.push(t),
+      stderr: () => undefined,
+      env: { SHIFTLOCK_TOKEN: "dev-admin-token", SHIFTLOCK_NAMESPACE: "ops" },
+      fetch: (input, init) => {
+        seen.push(`${String(input)} ${new Headers(init?.headers).get("Authorization")}`);
+        return Promise.resolve(Response.json({ name: "dev-admin", role: "admin" }));
+      },
+    };
+    expect(await main(["whoami"], io)).toBe(0);
+    expect(seen).toEqual(["http://127.0.0.1:8787/v1/ns/ops/whoami Bearer dev-admin-token"]);
+    expect(out.join("")).toBe("dev-admin (admin) in namespace ops at http://127.0.0.1:8787\n");
+  });
+});

@@ -8,6 +8,7 @@ import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.t
 import { isNetworkError, type FetchLike } from "../../src/client/transport/http-transport.ts";
 import { claimToWire, type ClaimRecord } from "../../src/protocol/claims.ts";
 import { ShiftlockError, errorEnvelope } from "../../src/protocol/errors.ts";
+import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 
 interface Call {
   url: string;
@@ -37,7 +38,11 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 /** A backend whose fetch records each call and answers with `answer`. */
-function backendWith(answer: (call: Call) => Response | Promise<Response>, namespace = "team/x") {
+function backendWith(
+  answer: (call: Call) => Response | Promise<Response>,
+  namespace = "team/x",
+  retry: { retryForMs?: number; clock?: ManualClock } = { retryForMs: 0 },
+) {
   const calls: Call[] = [];
   const fetch: FetchLike = async (input, init) => {
     const call: Call = {
@@ -50,7 +55,13 @@ function backendWith(answer: (call: Call) => Response | Promise<Response>, names
     init.signal?.throwIfAborted();
     return answer(call);
   };
-  const backend = new HttpClaimsBackend({ baseUrl: "https://locks.example/", token: "s3cret", namespace, fetch });
+  const backend = new HttpClaimsBackend({
+    baseUrl: "https://locks.example/",
+    token: "s3cret",
+    namespace,
+    fetch,
+    ...retry,
+  });
   return { backend, calls };
 }
 
@@ -163,6 +174,42 @@ describe("HttpClaimsBackend answers", () => {
     const err = await backend.getClaim("c").catch((e: unknown) => e);
     expect(isNetworkError(err)).toBe(true);
     expect((err as ShiftlockError).cause).toBe(cause);
+  });
+});
+
+describe("HttpClaimsBackend retries (the one retry rule, docs/protocol.md#client-retries)", () => {
+  const overloaded = () =>
+    json(503, errorEnvelope("overloaded", "busy", { retryAfterMs: 1_000 }), { "Retry-After": "2" });
+
+  it("retries an overloaded read, not before Retry-After, and returns its answer", async () => {
+    const clock = new ManualClock(0);
+    const answers = [overloaded(), json(200, { claim: claimToWire(record) })];
+    const { backend, calls } = backendWith(() => answers.shift()!, "team/x", { clock });
+    const pending = backend.getClaim("c");
+    await flushMicrotasks();
+    expect(calls).toHaveLength(1);
+    await clock.advance(1_999);
+    expect(calls).toHaveLength(1);
+    await clock.advance(1);
+    expect((await pending)?.fencingToken).toBe(record.fencingToken);
+    expect(calls).toHaveLength(2);
+  });
+
+  it("repeats a mutation only with an operationId; gives up at retryForMs", async () => {
+    const clock = new ManualClock(0);
+    const { backend, calls } = backendWith(overloaded, "team/x", { clock, retryForMs: 5_000 });
+    const bare = backend.renewClaim({ claimName: "c", generationId: "g", token: 1n, ttlMs: 1_000 });
+    await expect(bare).rejects.toMatchObject({ code: "overloaded" });
+    expect(calls).toHaveLength(1);
+    const withId = backend.renewClaim({ claimName: "c", generationId: "g", token: 1n, ttlMs: 1_000, operationId: "o" });
+    const settled = withId.catch((e: unknown) => e);
+    for (let i = 0; i < 10; i++) {
+      await flushMicrotasks();
+      await clock.advance(2_000);
+    }
+    expect(await settled).toMatchObject({ code: "overloaded" });
+    // Sent at 0, 2 s and 4 s; a Retry-After of 2 s from 4 s would pass the 5 s budget.
+    expect(calls).toHaveLength(4);
   });
 });
 

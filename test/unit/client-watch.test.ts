@@ -78,6 +78,9 @@ const event = (version: bigint, reason = "acquired") => ({
   timeMs: 5,
 });
 
+const latestSocket = (): FakeSocket => FakeSocket.all[FakeSocket.all.length - 1]!;
+const latest = latestSocket;
+
 function setup(probe: () => Response = () => new Response(null, { status: 200 })) {
   FakeSocket.all = [];
   const clock = new ManualClock();
@@ -93,7 +96,7 @@ function setup(probe: () => Response = () => new Response(null, { status: 200 })
     watchReconnectMinMs: 100,
     watchReconnectMaxMs: 1_000,
   });
-  const latest = (): FakeSocket => FakeSocket.all[FakeSocket.all.length - 1]!;
+  const latest = latestSocket;
   /** Let the watch notice the close, then let its (jittered, ≤ max) backoff pass. */
   const afterBackoff = async (): Promise<void> => {
     await flushMicrotasks();
@@ -136,6 +139,38 @@ describe("claim watch over WebSocket", () => {
     expect(latest().protocols).toEqual(["shiftlock.bearer.tok"]);
     w2.close();
     await backend.close();
+  });
+
+  it("browsers (no injected WebSocket) ask for a watch ticket and open the socket with it, never the token", async () => {
+    const requests: { url: string; init: RequestInit }[] = [];
+    const fetch: FetchLike = (url, init) => {
+      requests.push({ url, init });
+      return Promise.resolve(
+        new Response(JSON.stringify({ ticket: "v1.T.M", expiresAtMs: 60_000 }), {
+          status: 201,
+          headers: { "Content-Type": "application/json" },
+        }),
+      );
+    };
+    const global = globalThis as { WebSocket?: unknown };
+    const saved = global.WebSocket;
+    global.WebSocket = FakeSocket;
+    try {
+      const browser = new HttpClaimsBackend({ baseUrl: "https://svc.test/base", token: "tok", namespace: "ns", fetch });
+      const w = browser.watchClaim("a/b", { afterVersion: 7n });
+      await flushMicrotasks();
+      expect(requests).toHaveLength(1);
+      expect(requests[0]!.url).toBe("https://svc.test/base/v1/ns/ns/watch-tickets");
+      expect(requests[0]!.init.method).toBe("POST");
+      expect(JSON.parse(requests[0]!.init.body as string)).toEqual({ path: "/v1/ns/ns/claims/a%2Fb/watch" });
+      expect(latest().url).toBe("wss://svc.test/base/v1/ns/ns/claims/a%2Fb/watch?afterVersion=7&ticket=v1.T.M");
+      expect(latest().protocols).toBeUndefined();
+      expect(JSON.stringify([latest().url, latest().protocols, latest().options])).not.toContain("tok");
+      w.close();
+      await browser.close();
+    } finally {
+      global.WebSocket = saved;
+    }
   });
 
   it("after a drop, resumes from the last version: no gap, no duplicate", async () => {

@@ -108,7 +108,7 @@ describe("HttpCoordinator requests", () => {
       n++;
       if (n === 1) return envelope(409, "lease_held");
       if (n === 2) throw new TypeError("fetch failed");
-      if (n === 3) return envelope(503, "internal");
+      if (n === 3) return envelope(503, "overloaded");
       return json(201, { lease: lease("3") });
     });
     const pending = coord.waitAcquireWriteLease(scope);

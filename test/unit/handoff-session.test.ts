@@ -192,6 +192,24 @@ describe("renewal and loss", () => {
     await a.close();
   });
 
+  it("an operator's eviction is a loss: the next renew is refused evicted and the loss signal fires at once", async () => {
+    const r = rig();
+    const claim = name();
+    const a = await r.open("gen-a");
+    const lease = await a.claim(claim).tryAcquire();
+    await r.memory.evictClaim({ claimName: claim, note: "stuck" });
+    await advanceBy(r.clock, 250);
+    expect(lease.signal.aborted).toBe(true);
+    const reason = lease.signal.reason as ShiftlockError;
+    expect(reason.code).toBe("lease_lost");
+    expect(hasCode(reason.cause, "evicted")).toBe(true);
+    expect(r.events.some((e) => e.type === "claim.lost")).toBe(true);
+    // Losing an evicted claim does not stop the generation taking it again, with a newer token.
+    const again = await a.claim(claim).tryAcquire();
+    expect(again.token).toBe(lease.token + 1n);
+    await a.close();
+  });
+
   it("with the service unreachable, the loss signal fires before the server deadline", async () => {
     const r = rig();
     const claim = name();

@@ -1,10 +1,11 @@
 // docs/protocol.md#authentication-and-roles as a matrix generated from the route declarations (src/protocol/routes.ts):
 // every declared route × {no token, unknown token, read token, write token of another
-// namespace, write token} × {Authorization header; for watch routes also the
+// namespace, write token, admin token} × {Authorization header; for watch routes also the
 // `shiftlock.bearer.<token>` WebSocket subprotocol}. Each request addresses a seeded world
 // with a body that would change it if allowed, and:
 // - no or unknown token → 401 `unauthorized`; another namespace → 403 `forbidden`; a read
-//   token on a write route → 403 `forbidden` (routes without a role answer everyone);
+//   token on a write or admin route, and a write token on an admin route (evict) → 403
+//   `forbidden` (routes without a role answer everyone);
 // - a denied request changes nothing: every stored row and alarm of the world's objects is
 //   the same afterwards;
 // - an allowed request passes authentication, authorization and validation: it answers a
@@ -38,14 +39,19 @@ const IDENTITIES: readonly Identity[] = [
     token: "test-unknown-token",
     expect: (role) => (role === "none" ? "allowed" : UNAUTHORIZED),
   },
-  { name: "read token", token: "test-read-all", expect: (role) => (role === "write" ? FORBIDDEN : "allowed") },
+  {
+    name: "read token",
+    token: "test-read-all",
+    expect: (role) => (role === "write" || role === "admin" ? FORBIDDEN : "allowed"),
+  },
   // The world's namespace is never `alpha`, the only one this token may touch.
   {
     name: "write token of another namespace",
     token: "test-write-alpha",
     expect: (role) => (role === "none" ? "allowed" : FORBIDDEN),
   },
-  { name: "write token", token: "test-write-all", expect: () => "allowed" },
+  { name: "write token", token: "test-write-all", expect: (role) => (role === "admin" ? FORBIDDEN : "allowed") },
+  { name: "admin token", token: "test-admin-all", expect: () => "allowed" },
 ];
 const UNAUTHORIZED = { status: 401, code: "unauthorized" } as const;
 const FORBIDDEN = { status: 403, code: "forbidden" } as const;

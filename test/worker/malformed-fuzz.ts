@@ -3,7 +3,7 @@
 // families — one test file each, malformed-fuzz-*.test.ts, so the families run in parallel;
 // requests go straight to the Worker's handler, direct-fetch.ts says why), fast-check
 // draws requests with one part broken (malformed-requests.ts) and sends them through the
-// Worker with a write token, against a seeded world.
+// Worker with an admin token (allowed on every route), against a seeded world.
 //
 // Every malformed request answers a 4xx with the error envelope `{error:{code,message}}`, a
 // code the oracle allows for what was broken (`invalid_request`, `payload_too_large`, or

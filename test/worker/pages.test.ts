@@ -9,7 +9,9 @@ describe("GET /docs and GET /ui", () => {
       ["/docs", "text/html"],
       ["/docs/app.js", "text/javascript"],
       ["/docs/app.css", "text/css"],
+      ["/docs/", "text/html"],
       ["/ui", "text/html"],
+      ["/ui/", "text/html"],
       ["/ui/app.js", "text/javascript"],
       ["/ui/app.css", "text/css"],
     ] as const) {
@@ -34,6 +36,12 @@ describe("GET /docs and GET /ui", () => {
     const script = await (await exports.default.fetch("http://x/docs/app.js")).text();
     expect(script).toContain('fetch("/openapi.json")');
     expect(script).not.toContain("innerHTML");
+  });
+
+  it("redirects / to the dashboard", async () => {
+    const res = await exports.default.fetch("http://x/", { redirect: "manual" });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/ui");
   });
 
   it("is not part of the API document", async () => {

@@ -55,9 +55,17 @@ describe("structured log lines", () => {
         token: "1",
         version: "1",
         durationMs: expect.any(Number),
+        // The configured name (test-write-all has none: its position in AUTH_TOKENS), never the secret.
+        tokenName: "token#0",
       },
       expect.objectContaining({ operation: "acquireClaim", status: 409, outcome: "claim_held", token: "1" }),
-      expect.objectContaining({ namespace: ns, name: "job", operation: "renewClaim", outcome: "forbidden" }),
+      expect.objectContaining({
+        namespace: ns,
+        name: "job",
+        operation: "renewClaim",
+        outcome: "forbidden",
+        tokenName: "token#1",
+      }),
       expect.objectContaining({ namespace: ns, status: 401, outcome: "unauthorized" }),
     ]);
     const text = JSON.stringify(lines);
@@ -83,6 +91,33 @@ describe("structured log lines", () => {
       }),
     ]);
     expect(JSON.stringify(lines)).not.toContain(leaseId);
+  });
+
+  it("an eviction logs the operator token's name and note", async () => {
+    const ns = unique("ns");
+    expect((await post(claimUrl(ns, "job", "/acquire"), { generationId: "g1", ttlMs: 60_000 })).status).toBe(200);
+    const lines = await captured(async () => {
+      const res = await post(claimUrl(ns, "job", "/evict"), { note: "stuck since 04:00" }, "test-admin-all");
+      expect(res.status).toBe(200);
+      const scope = `http://x/v1/ns/${ns}/volumes/v/stores/s`;
+      expect((await post(`${scope}/leases`, { participantId: "p", ttlMs: 60_000 })).status).toBe(201);
+      expect((await post(`${scope}/evict`, {}, "test-admin-all")).status).toBe(200);
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({
+        kind: "claim",
+        name: "job",
+        operation: "evictClaim",
+        outcome: "ok",
+        token: "1",
+        tokenName: "test-admin",
+        note: "stuck since 04:00",
+      }),
+      expect.objectContaining({ operation: expect.stringMatching(/^acquireWriteLease/), tokenName: "token#0" }),
+      expect.objectContaining({ kind: "scope", name: "v/s/", operation: "evictWriteLease", tokenName: "test-admin" }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain("test-admin-all");
+    await runInDurableObject(claimStub(ns, "job"), (_o, s) => s.storage.deleteAlarm());
   });
 });
 

@@ -13,9 +13,10 @@ import { objectName } from "../../src/durable/object-names.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames } from "../../src/protocol/route.ts";
 import { settleListing } from "./listing-helpers.ts";
+import { watchClaim } from "../../src/protocol/claim-routes.ts";
 
-/** The token that sets the world up and reads it back (all namespaces, write role). */
-export const SETUP_TOKEN = "test-write-all";
+/** The token that sets the world up and reads it back (all namespaces, admin role: it may call every route). */
+export const SETUP_TOKEN = "test-admin-all";
 
 /** The JSON Schema shapes {@link sample} understands (what `inlineSchema` emits for our bodies). */
 export interface JsonSchema {
@@ -213,8 +214,8 @@ export function worldBody(route: RouteSpec, w: World): unknown {
     state: "standby",
     participantId: w.participantId,
     ops: [{ op: "release", claim: w.claim, generationId: w.generation, token: w.token }],
-    // A watch ticket names the watch it opens: the world claim's.
-    path: `/v1/ns/${w.ns}/claims/${w.claim}/watch`,
+    // A watch ticket's path: the world's claim watch.
+    path: worldPath(watchClaim, w),
   };
   return sample(schema, "", overrides);
 }

@@ -106,11 +106,17 @@ describe("watch tickets", () => {
   it("is signed with WATCH_TICKET_KEY when set: a ticket under another key is refused", async () => {
     const path = "/v1/ns/n/claims/c/watch";
     const keyed = { ...env, WATCH_TICKET_KEY: "k".repeat(32) };
-    const issued = await signTicket(keyed, { role: "read", namespaces: "*" }, "n", path, 1_000);
+    const issued = await signTicket(keyed, { role: "read", name: "reader", namespaces: "*" }, "n", path, 1_000);
     await expect(verifyTicket(keyed, issued.ticket, path, 2_000)).resolves.toMatchObject({ id: expect.any(String) });
     await expect(verifyTicket(env, issued.ticket, path, 2_000)).rejects.toMatchObject({ code: "unauthorized" });
     await expect(
-      signTicket({ ...env, WATCH_TICKET_KEY: "short" }, { role: "read", namespaces: "*" }, "n", path, 1_000),
+      signTicket(
+        { ...env, WATCH_TICKET_KEY: "short" },
+        { role: "read", name: "reader", namespaces: "*" },
+        "n",
+        path,
+        1_000,
+      ),
     ).rejects.toMatchObject({ code: "internal" });
   });
 });

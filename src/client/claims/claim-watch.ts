@@ -66,8 +66,9 @@ export class ClaimResume implements WatchAdapter<ClaimWatchMessage, ClaimWatchCl
       return { items: [], event: true, established: true }; // replayed twice
     }
     this.lastVersion = message.claim.version;
-    const { reason, claim, timeMs } = message;
-    return { items: [{ type: "event", reason, claim, timeMs }], event: true, established: true };
+    const { reason, claim, timeMs, note } = message;
+    const item: ClaimWatchItem = { type: "event", reason, claim, timeMs, ...(note === undefined ? {} : { note }) };
+    return { items: [item], event: true, established: true };
   }
 
   taken(item: ClaimWatchItem): void {

@@ -24,8 +24,9 @@ import type { ClaimBodies, ClaimMutationName } from "../../protocol/claim-routes
 import type { PageOptions } from "../listing.ts";
 import type { ShiftlockError } from "../../protocol/errors.ts";
 import type { GenerationRecord, GenerationState } from "../../protocol/generations.ts";
+import type { Whoami } from "../../protocol/operators.ts";
 
-export type { BatchOpName, ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState };
+export type { BatchOpName, ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState, Whoami };
 
 /** Filters of {@link ClaimsBackend.listClaims}. */
 export interface ListClaimsFilter {
@@ -68,6 +69,13 @@ export type CommitRequest = ClaimMutationRequest<"commit">;
 export type AbortRequest = ClaimMutationRequest<"abort">;
 export type ReleaseRequest = ClaimMutationRequest<"release">;
 
+/** An operator's eviction of a claim's owner (docs/protocol.md#eviction; `admin` role). */
+export interface EvictRequest {
+  claimName: string;
+  /** The operator's text, at most 256 bytes of UTF-8; watchers receive it with the event. */
+  note?: string;
+}
+
 /** The request each batch op name stands for (the keys are exactly the op names of docs/protocol.md#batch). */
 interface BatchRequests extends Record<BatchOpName, object> {
   acquire: AcquireRequest;
@@ -103,7 +111,14 @@ export interface UpdateGenerationRequest {
 /** What a claim watch yields: first a snapshot (unless resuming), then events in version order. */
 export type ClaimWatchItem =
   | { type: "snapshot"; claim: ClaimRecord | null; truncated: boolean }
-  | { type: "event"; reason: ClaimEventReason; claim: ClaimRecord; timeMs: number };
+  | {
+      type: "event";
+      reason: ClaimEventReason;
+      claim: ClaimRecord;
+      timeMs: number;
+      /** `evicted` events: the operator's note, when one was given. */
+      note?: string;
+    };
 
 export interface WatchClaimOptions extends CallOptions {
   /** Resume after this version: replay retained events with a greater version. */
@@ -126,6 +141,17 @@ export interface ClaimsBackend {
   abortTransfer(req: AbortRequest, opts?: CallOptions): Promise<ClaimRecord>;
   /** Resolves with the released record. */
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  /**
+   * Evict the claim's owner (an operator's act; the `admin` role over HTTP): resolves with
+   * the record, now unowned with reason `evicted` (or unchanged when nobody held it). Until
+   * the next acquire, the evicted owner's calls presenting its token reject with `evicted`.
+   * Rejects with `claim_not_found` for a claim never acquired.
+   * @example
+   * await claims.evictClaim({ claimName: "billing-cron", note: "stuck since 04:00, INC-123" });
+   */
+  evictClaim(req: EvictRequest, opts?: CallOptions): Promise<ClaimRecord>;
+  /** The calling token's configured name and role (the in-memory backend: `memory`, `admin`). */
+  whoami(opts?: CallOptions): Promise<Whoami>;
   /**
    * Run 1–128 mutations of distinct claims at once (independent, not atomic); one outcome
    * per op, in order. Operation ids keep their meaning (shared with the single calls).

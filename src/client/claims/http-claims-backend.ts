@@ -22,7 +22,9 @@
  * console.log(rec.fencingToken); // 7n
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
-import { CLAIM_MUTATIONS, claimBatch, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, claimBatch, evictClaim, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import type { Whoami } from "../../protocol/operators.ts";
+import { whoami } from "../../protocol/routes.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
 import type { ClaimWatchMessage } from "../../protocol/claims.ts";
@@ -53,6 +55,7 @@ import type {
   ClaimWatch,
   ClaimWatchItem,
   CommitRequest,
+  EvictRequest,
   GenerationRecord,
   RegisterGenerationRequest,
   ReleaseRequest,
@@ -126,6 +129,17 @@ export class HttpClaimsBackend implements ClaimsBackend {
     return this.mutate(CLAIM_MUTATIONS.release, claimName, body, opts);
   }
 
+  async evictClaim(req: EvictRequest, opts?: CallOptions): Promise<ClaimRecord> {
+    this.ensureOpen();
+    const input = { params: { claim: req.claimName }, body: { note: req.note } };
+    return (await this.transport.call(evictClaim, input, opts?.signal)).claim;
+  }
+
+  async whoami(opts?: CallOptions): Promise<Whoami> {
+    this.ensureOpen();
+    return this.transport.call(whoami, {}, opts?.signal);
+  }
+
   async batch(ops: readonly BatchOp[], opts?: CallOptions): Promise<BatchOutcome[]> {
     this.ensureOpen();
     checkBatch(ops);
@@ -188,14 +202,15 @@ export class HttpClaimsBackend implements ClaimsBackend {
     return (await this.transport.call(getGeneration, { params: { id: generationId } }, opts?.signal)).generation;
   }
 
-  watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch {
+  /** See {@link ClaimsBackend.watchClaim}; `established` resolves once the server first answered. */
+  watchClaim(claimName: string, opts?: WatchClaimOptions): ClaimWatch & { readonly established: Promise<void> } {
     this.ensureOpen();
     const params = { claim: claimName };
     // Checked up front: a refused handshake would otherwise look like a transient failure.
     const firstUrl = (afterVersion: bigint | undefined): string =>
       this.transport.url(watchClaim, params, { afterVersion }).replace(/^http/, "ws");
     firstUrl(opts?.afterVersion);
-    const connect = socketOpener(this.options, this.transport.bearerToken());
+    const connect = socketOpener(this.options, this.transport);
     const resume = new ClaimResume({
       url: firstUrl,
       probe: async (signal) => {

@@ -22,6 +22,12 @@ import type { WireResponse } from "../../protocol/wire-response.ts";
 import type { ClaimWatchItem } from "./claims-backend.ts";
 import type { WatchQueue } from "../transport/watch-queue.ts";
 
+/** A watcher's copy of an event (a consumer mutating it must not touch the backend's state). */
+function watchItem(event: ClaimEvent): ClaimWatchItem {
+  const { reason, claim, timeMs, note } = event;
+  return { type: "event", reason, claim: { ...claim }, timeMs, ...(note === undefined ? {} : { note }) };
+}
+
 export class MemoryClaimSlot {
   record: ClaimRecord | undefined;
   private readonly operations = new Map<string, OperationRecord>();
@@ -65,8 +71,7 @@ export class MemoryClaimSlot {
       if (dropped !== undefined) this.historyFloor = dropped.claim.version;
     }
     // Each watcher gets its own copy: a consumer mutating an item must not touch the backend's state.
-    for (const w of this.watchers)
-      w.push({ type: "event", reason: event.reason, claim: { ...event.claim }, timeMs: event.timeMs });
+    for (const w of this.watchers) w.push(watchItem(event));
   }
 
   /**
@@ -81,9 +86,7 @@ export class MemoryClaimSlot {
       queue.push({ type: "snapshot", claim: this.copy(), truncated: plan.kind === "truncated" });
     } else {
       for (const e of this.history) {
-        if (e.claim.version > plan.afterVersion) {
-          queue.push({ type: "event", reason: e.reason, claim: { ...e.claim }, timeMs: e.timeMs });
-        }
+        if (e.claim.version > plan.afterVersion) queue.push(watchItem(e));
       }
     }
     this.watchers.add(queue);

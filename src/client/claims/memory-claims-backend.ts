@@ -18,7 +18,8 @@
  *   same path as its single call; each op's answer (or local refusal) is its outcome.
  *
  * Does not: persist anything, close slow watchers (buffers are unbounded), or enforce
- * auth/namespaces (one backend is one namespace).
+ * auth/namespaces (one backend is one namespace; every caller may evict, and `whoami`
+ * answers `{name: "memory", role: "admin"}`).
  *
  * @example
  * const clock = new ManualClock();
@@ -36,7 +37,8 @@ import {
   generationDecisionToResponse,
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
-import { CLAIM_MUTATIONS, claimRoutePath, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import { CLAIM_MUTATIONS, claimRoutePath, evictClaim, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
+import type { Whoami } from "../../protocol/operators.ts";
 import { claimToWire } from "../../protocol/claims.ts";
 import { listClaims, listGenerations } from "../../protocol/listing-routes.ts";
 import { followCursors, memoryPage, type PageOptions } from "../listing.ts";
@@ -59,6 +61,7 @@ import type {
   ClaimWatch,
   ClaimWatchItem,
   CommitRequest,
+  EvictRequest,
   GenerationRecord,
   RegisterGenerationRequest,
   ReleaseRequest,
@@ -191,6 +194,28 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   releaseClaim(req: ReleaseRequest, opts?: CallOptions): Promise<ClaimRecord> {
     return this.mutate("release", req, opts);
+  }
+
+  /** The eviction route's rules (docs/protocol.md#eviction) through the same machine as the object. */
+  evictClaim(req: EvictRequest, opts?: CallOptions): Promise<ClaimRecord> {
+    return settle(() => {
+      this.enter(opts);
+      checkPathParams(evictClaim, { claim: req.claimName });
+      encodeBody(evictClaim, { note: req.note });
+      const slot = this.claims.get(req.claimName);
+      if (slot === undefined) throw new ShiftlockError("claim_not_found");
+      const answer = slot.run({ kind: "evict", note: req.note }, this.clock.nowMs());
+      this.arm(slot);
+      return decodeAnswer(evictClaim, answer).claim;
+    });
+  }
+
+  /** No tokens in process: the caller stands for an operator of its own backend. */
+  whoami(opts?: CallOptions): Promise<Whoami> {
+    return settle(() => {
+      this.enter(opts);
+      return { name: "memory", role: "admin" };
+    });
   }
 
   /**

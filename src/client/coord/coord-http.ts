@@ -30,8 +30,8 @@
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
-import { Backoff } from "../transport/backoff.ts";
-import { HttpTransport, isNetworkError, type HttpTransportOptions } from "../transport/http-transport.ts";
+import { isRetryable, requeueBackoff, retryDelayMs } from "../transport/retry-policy.ts";
+import { HttpTransport, type HttpTransportOptions } from "../transport/http-transport.ts";
 import { WatchSocket } from "../transport/watch-socket.ts";
 import { socketOpener, type WatchConnectionOptions } from "../transport/websocket.ts";
 import {
@@ -49,6 +49,7 @@ import type {
   Capability,
   CoordWatch,
   Coordinator,
+  EvictOptions,
   Scope,
   Snapshot,
   TryAcquireResult,
@@ -90,6 +91,13 @@ export class HttpCoordinator implements Coordinator {
     });
   }
 
+  async evict(scope: Scope, opts: EvictOptions = {}): Promise<Snapshot> {
+    opts.signal?.throwIfAborted();
+    const checked = checkScope(scope);
+    const input = { params: scopeParams(checked), body: { note: opts.note } };
+    return this.transport.call(scopeRoutes(checked).evict, input, opts.signal);
+  }
+
   async capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {
     opts.signal?.throwIfAborted();
     const checked = checkScope(scope);
@@ -112,7 +120,7 @@ export class HttpCoordinator implements Coordinator {
     const url = (after: bigint): string =>
       this.transport.url(routes.watch, params, { afterGeneration: after }).replace(/^http/, "ws");
     url(afterGeneration); // a resume point out of range is refused now, not by a failing handshake
-    const connect = socketOpener(this.options, this.transport.bearerToken());
+    const connect = socketOpener(this.options, this.transport);
     const resume = new CoordResume({
       url,
       // Tells a permanent refusal (auth, names) from a transient failure.
@@ -160,7 +168,7 @@ export class HttpCoordinator implements Coordinator {
     const margin = this.timing.safetyMarginMs ?? defaultSafetyMarginMs(ttlMs);
     const giveUpAtMs = opts.waitMs === undefined ? undefined : this.clock.nowMs() + opts.waitMs;
     const chunkMs = this.options.waitChunkMs ?? DEFAULT_WAIT_CHUNK_MS;
-    const backoff = new Backoff({ minMs: 200, maxMs: 5_000 });
+    const backoff = requeueBackoff();
     for (;;) {
       const now = this.clock.nowMs();
       const waitMs = giveUpAtMs === undefined ? chunkMs : Math.max(0, giveUpAtMs - now);
@@ -187,13 +195,14 @@ export class HttpCoordinator implements Coordinator {
           backoff.reset();
           continue; // the chunk passed: queue again
         }
-        const transient = isNetworkError(err) || (err instanceof ShiftlockError && err.status >= 500);
-        if (!transient) throw err;
+        // Never repeated blindly: the failed wait is withdrawn by its own waiterId (which
+        // gives back a grant that crossed), then a fresh wait queues (transport/retry-policy.ts).
+        if (!isRetryable(err)) throw err;
         // The failed request may still be queued on the server: withdraw it before re-queueing.
         await this.cancelWait(checked, waiterId);
         if (outOfTime)
           throw new ShiftlockError("lease_held", "write lease is held (waitMs passed)", {}, { cause: err });
-        await this.clock.sleep(backoff.next(), signal);
+        await this.clock.sleep(retryDelayMs(err, backoff), signal);
       }
     }
   }

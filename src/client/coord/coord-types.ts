@@ -75,6 +75,10 @@ export interface CoordEvent {
   unlocked: boolean;
   /** With `unlocked`: the lease ended by expiry rather than release. */
   expired?: boolean | undefined;
+  /** With `unlocked`: an operator evicted the holder (docs/protocol.md#eviction). */
+  evicted?: boolean | undefined;
+  /** With `evicted`: the operator's note, when one was given. */
+  note?: string | undefined;
   /**
    * The one catch-up event sent when the server's history no longer reaches
    * `afterGeneration`: it carries the current generation, root and last key prefix.
@@ -96,6 +100,12 @@ export interface CoordEvent {
 /** Per-call options. `signal` stands in for Go's context. */
 export interface CallOptions {
   signal?: AbortSignal | undefined;
+}
+
+/** Options of {@link Coordinator.evict}. */
+export interface EvictOptions extends CallOptions {
+  /** The operator's text, at most 256 bytes of UTF-8; the `unlocked` event carries it. */
+  note?: string | undefined;
 }
 
 /** Options of the acquire calls. */
@@ -186,6 +196,16 @@ export interface Coordinator {
    * 2 s behind); `wantLock` there is as of the scope's last durable change.
    */
   listScopes(filter?: { volumeId?: string | undefined }, opts?: PageOptions): AsyncIterable<ScopeSummary>;
+  /**
+   * End the current write lease as an operator (docs/protocol.md#eviction; the `admin` role
+   * over HTTP): the next waiter is granted with the next epoch, the holder's next keepalive,
+   * refresh or publish fails with `lease_lost`, and watchers get an `unlocked` event with
+   * `evicted` and the note. A free scope is left as it is. Resolves with the scope's snapshot
+   * (generation 0 and root `null` for a keyed scope); `participantId` is not needed.
+   * @example
+   * await coord.evict({ volumeId: "vol", objectStoreId: "store", participantId: "" }, { note: "INC-123" });
+   */
+  evict(scope: Scope, opts?: EvictOptions): Promise<Snapshot>;
 }
 
 export type { ScopeSummary, PageOptions };

@@ -51,6 +51,8 @@ export function toClientEvent(wire: WireEvent): CoordEvent {
     fallbackReason: wire.fallbackReason,
   };
   if (wire.expired === true) event.expired = true;
+  if (wire.evicted === true) event.evicted = true;
+  if (wire.note !== undefined) event.note = wire.note;
   if (wire.replay === true) event.replay = true;
   return event;
 }

@@ -52,6 +52,7 @@ import type {
   CoordEvent,
   CoordWatch,
   Coordinator,
+  EvictOptions,
   PublishRequest,
   Scope,
   Snapshot,
@@ -191,6 +192,16 @@ export class MemoryCoordinator implements Coordinator {
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** The eviction route's rules (docs/protocol.md#eviction), decided by the scope machine. */
+  evict(scope: Scope, opts: EvictOptions = {}): Promise<Snapshot> {
+    return run(opts, () => {
+      const checked = checkScope(scope);
+      const route = scopeRoutes(checked).evict;
+      encodeBody(route, { note: opts.note });
+      return answer(route, this.apply(this.entry(checked), { kind: "evict", note: opts.note }));
+    });
   }
 
   /**

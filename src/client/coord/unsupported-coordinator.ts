@@ -17,6 +17,7 @@ import type {
   Capability,
   CoordWatch,
   Coordinator,
+  EvictOptions,
   FallbackReason,
   Scope,
   Snapshot,
@@ -75,6 +76,10 @@ export class UnsupportedCoordinator implements Coordinator {
   }
 
   waitAcquireWriteLease(_scope: Scope, opts: WaitAcquireOptions = {}): Promise<WriteLease> {
+    return settle(opts, unsupported);
+  }
+
+  evict(_scope: Scope, opts: EvictOptions = {}): Promise<Snapshot> {
     return settle(opts, unsupported);
   }
 }

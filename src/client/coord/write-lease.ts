@@ -23,7 +23,7 @@ import type { CoordLease } from "../../protocol/coord.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import { LeaseDeadline, defaultRenewIntervalMs, defaultSafetyMarginMs, keepAlive } from "../lease-timing.ts";
 import { type FenceCredential, fenceCredential, scopeFenceKey } from "../fence/fence-key.ts";
-import { Backoff } from "../transport/backoff.ts";
+import { callBackoff, isRetryable, retryDelayMs } from "../transport/retry-policy.ts";
 import { keyedUnsupported } from "./coord-scope.ts";
 import type { CheckedScope } from "./coord-scope.ts";
 import type { CallOptions, PublishRequest, Snapshot, WriteLease } from "./coord-types.ts";
@@ -247,7 +247,7 @@ export class HeldWriteLease implements WriteLease {
     }
   }
 
-  /** DELETE, retrying transient failures, until it succeeds or `timeoutMs` passes. */
+  /** DELETE, retrying what the client's one retry rule retries, until it succeeds or `timeoutMs` passes. */
   private async deleteWithin(timeoutMs: number): Promise<void> {
     const budget = new AbortController();
     const timeout = new ShiftlockError("lease_lost", `coord: release not confirmed within ${timeoutMs} ms`, {
@@ -258,7 +258,7 @@ export class HeldWriteLease implements WriteLease {
       () => undefined,
     );
     let lastError: unknown = timeout;
-    const backoff = new Backoff({ minMs: 50, maxMs: 1_000 });
+    const backoff = callBackoff();
     try {
       while (!budget.signal.aborted) {
         try {
@@ -268,8 +268,9 @@ export class HeldWriteLease implements WriteLease {
         } catch (err) {
           if (budget.signal.aborted) break;
           lastError = err;
-          if (err instanceof ShiftlockError && err.status < 500 && err.code !== "rate_limited") throw err;
-          await sleepLinked(this.clock, backoff.next(), budget.signal).catch(() => undefined);
+          // A release may always be repeated (its route's declaration): the one rule decides on the failure.
+          if (!isRetryable(err)) throw err;
+          await sleepLinked(this.clock, retryDelayMs(err, backoff), budget.signal).catch(() => undefined);
         }
       }
       throw lastError;

@@ -8,10 +8,11 @@
  *   at once: up to 128 claims a step is exactly one request; 129–256 two; and so on.
  * - Each op settles to an outcome, in input order: the record, or the error its single
  *   call would have thrown — a refusal of that op, or a failure of its whole request.
- * - Only *transient* failures are retried (retry.ts: no answer, `internal`, `rate_limited`),
- *   per op, until that op's `untilMs` on the clock: the ops still pending go out together
- *   again after the client's one backoff, with their own operation ids, so an op whose
- *   answer was lost is applied once. A refusal is final at once.
+ * - Only failures the client's one retry rule retries (transport/retry-policy.ts: no answer,
+ *   `overloaded`, `rate_limited`) of ops carrying an operation id are retried, per op, until
+ *   that op's `untilMs` on the clock: the ops still pending go out together again after the
+ *   rule's backoff (never sooner than a `Retry-After`), with their own operation ids, so an
+ *   op whose answer was lost is applied once. A refusal is final at once.
  * - `signal` aborting ends every pending op with the signal's reason.
  *
  * Does not: decide what an outcome means for a lease (handoff.ts does), or order ops
@@ -20,8 +21,7 @@
 import { type Clock, sleepLinked } from "../../core/clock.ts";
 import { BATCH_MAX_OPS } from "../../protocol/claims.ts";
 import type { BatchOp, ClaimRecord, ClaimsBackend } from "../claims/claims-backend.ts";
-import { Backoff } from "../transport/backoff.ts";
-import { isTransient } from "./retry.ts";
+import { callBackoff, isRetryable, retryAfterMsOf } from "../transport/retry-policy.ts";
 
 /** One op of a step and the clock time after which a transient failure is final. */
 export interface StepOp {
@@ -39,6 +39,10 @@ export function chunks<T>(items: readonly T[], size = BATCH_MAX_OPS): T[][] {
   return out;
 }
 
+function failureOf(outcome: StepOutcome | undefined): unknown {
+  return outcome?.ok === false ? outcome.error : undefined;
+}
+
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
@@ -51,14 +55,18 @@ export async function runStep(
   signal?: AbortSignal,
 ): Promise<StepOutcome[]> {
   const outcomes: StepOutcome[] = new Array<StepOutcome>(ops.length);
-  const backoff = new Backoff({ minMs: 50, maxMs: 1_000 });
+  const backoff = callBackoff();
   let pending = ops.map((_, i) => i);
   while (pending.length > 0) {
     const retry: number[] = [];
     const settle = (i: number, outcome: StepOutcome): void => {
       outcomes[i] = outcome;
       const again =
-        !outcome.ok && isTransient(outcome.error) && signal?.aborted !== true && clock.nowMs() < ops[i]!.untilMs;
+        !outcome.ok &&
+        ops[i]!.op.operationId !== undefined &&
+        isRetryable(outcome.error) &&
+        signal?.aborted !== true &&
+        clock.nowMs() < ops[i]!.untilMs;
       if (again) retry.push(i);
     };
     await Promise.all(
@@ -75,7 +83,8 @@ export async function runStep(
       }),
     );
     if (retry.length === 0) break;
-    const waitMs = Math.min(backoff.next(), ...retry.map((i) => ops[i]!.untilMs - clock.nowMs()));
+    const serverAsks = Math.max(...retry.map((i) => retryAfterMsOf(failureOf(outcomes[i]))));
+    const waitMs = Math.min(Math.max(backoff.next(), serverAsks), ...retry.map((i) => ops[i]!.untilMs - clock.nowMs()));
     try {
       await sleepLinked(clock, Math.max(0, waitMs), signal);
     } catch (err) {

@@ -11,7 +11,7 @@
  *   aborted) or after the session closed is released again at once.
  * - While a lease is held it is renewed by the client's one lease rule
  *   (src/client/lease-timing.ts): a refused renew (`not_owner`, `stale_token`,
- *   `claim_not_found`) ends it as lost at once; a transient failure is retried until
+ *   `claim_not_found`, `evicted`) ends it as lost at once; a transient failure is retried until
  *   `deadlineMs - safetyMarginMs`, and only then is the lease lost — before the server can
  *   expire it and let anyone else acquire.
  * - A voluntary release stops renewal first: it never reports a loss.
@@ -27,7 +27,7 @@ import { LeaseDeadline, keepAlive } from "../lease-timing.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease, type LeaseControl } from "./lease.ts";
-import { anySignal, isTransient, retryTransient } from "./retry.ts";
+import { anySignal, isRetryable, retrying } from "../transport/retry-policy.ts";
 
 export interface ClaimAcquireOptions {
   signal?: AbortSignal | undefined;
@@ -38,8 +38,11 @@ export interface ClaimWaitOptions extends ClaimAcquireOptions {
   watch?: boolean;
 }
 
-/** Codes that mean the claim is no longer ours: retrying cannot help. */
-export const REFUSED = ["not_owner", "stale_token", "claim_not_found"] as const;
+/**
+ * Codes that mean the claim is no longer ours: retrying cannot help. `evicted`: an operator
+ * took it away (docs/protocol.md#eviction); the lease is lost like any other.
+ */
+export const REFUSED = ["not_owner", "stale_token", "claim_not_found", "evicted"] as const;
 
 /** What a claim needs from its session. */
 export interface SessionContext {
@@ -157,7 +160,7 @@ export class ClaimSlot {
         if ("lease" in answer) return answer.lease;
         if (stop.aborted) throw this.stopReason(opts.signal);
         const err = answer.err;
-        if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isTransient(err)) throw err;
+        if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isRetryable(err)) throw err;
         if (committed !== undefined) continue;
         const pause = new AbortController();
         const woken = new Promise<void>((resolve) => (wake = resolve));
@@ -222,7 +225,7 @@ export class ClaimSlot {
     this.session.events.emit("claim.released", { claim: this.name, token: lease.token, reason: "released" });
     const operationId = this.session.operationId("release", this.name);
     try {
-      await retryTransient(cfg.clock, lease.deadlineMs, () =>
+      await retrying({ clock: cfg.clock, untilMs: lease.deadlineMs }, () =>
         cfg.backend.releaseClaim({
           claimName: this.name,
           generationId: cfg.generationId,

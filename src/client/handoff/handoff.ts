@@ -37,8 +37,8 @@ import type { DrainGroup } from "./drain-group.ts";
 import type { RuntimeEvents } from "./events.ts";
 import type { Lease } from "./lease.ts";
 
-/** Refusals of an abort that prove the claim is no longer ours (expired or taken). */
-const ABORT_REFUSED = ["no_transfer", "not_owner", "stale_token"] as const;
+/** Refusals of an abort that prove the claim is no longer ours (expired, taken or evicted). */
+const ABORT_REFUSED = ["no_transfer", "not_owner", "stale_token", "evicted"] as const;
 
 export type HandoffStatus =
   "pending" | "draining" | "drained" | "transferring" | "prepared" | "committing" | "committed" | "aborted";

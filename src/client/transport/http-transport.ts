@@ -19,11 +19,20 @@
  *   the request may or may not have reached the server (retry with the same operation id).
  * - Cancellation via `signal` rejects with the signal's reason, unwrapped, as `fetch` does.
  *
- * Does not: retry (callers decide what is safe to repeat), or open WebSockets (watch-socket.ts).
+ * - A request its route declares repeatable (src/protocol/route.ts `repeatable`: reads,
+ *   keepalives, releases, mutations carrying an `operationId`) is retried on a network
+ *   failure, 503 `overloaded` or 429 `rate_limited` for up to `retryForMs` (default
+ *   {@link DEFAULT_RETRY_FOR_MS}) on the injected clock, or until `signal` aborts, through the
+ *   client's one retry rule (retry-policy.ts: jittered backoff, never before `Retry-After`).
+ *   Any other request is sent once.
+ *
+ * Does not: open WebSockets (watch-socket.ts).
  */
 import { ShiftlockError } from "../../protocol/errors.ts";
 import type { RouteQuery, RouteResult, RouteSpec } from "../../protocol/route.ts";
-import { fillPath, pathParamNames } from "../../protocol/route.ts";
+import { fillPath, mayRepeat, pathParamNames } from "../../protocol/route.ts";
+import { type Clock, systemClock } from "../../core/clock.ts";
+import { retrying } from "./retry-policy.ts";
 import {
   checkPathParams,
   decodeAnswer,
@@ -46,7 +55,17 @@ export interface HttpTransportOptions {
   namespace: string;
   /** Defaults to `globalThis.fetch`. */
   fetch?: FetchLike;
+  /** Timers of retries. Default: the system clock. */
+  clock?: Clock;
+  /**
+   * How long a repeatable request keeps being retried, ms (0: never retried). Default
+   * {@link DEFAULT_RETRY_FOR_MS}. A call's `signal` ends it sooner.
+   */
+  retryForMs?: number;
 }
+
+/** How long a repeatable request is retried by default, ms. */
+export const DEFAULT_RETRY_FOR_MS = 10_000;
 
 /** True when `err` is the transport's "no HTTP answer" failure. */
 export function isNetworkError(err: unknown): err is ShiftlockError {
@@ -64,6 +83,8 @@ export class HttpTransport {
   readonly namespace: string;
   private readonly token: string;
   private readonly fetchImpl: FetchLike;
+  private readonly clock: Clock;
+  private readonly retryForMs: number;
 
   constructor(options: HttpTransportOptions) {
     if (options.baseUrl === "")
@@ -76,6 +97,8 @@ export class HttpTransport {
     }
     // Bind the global: calling an unbound `fetch` throws "Illegal invocation" in browsers/Workers.
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.clock = options.clock ?? systemClock;
+    this.retryForMs = Math.max(0, options.retryForMs ?? DEFAULT_RETRY_FOR_MS);
   }
 
   /** The bearer token, for the WebSocket handshake. */
@@ -100,8 +123,10 @@ export class HttpTransport {
     };
     const url = this.fill(route, params ?? {}, query);
     const wireBody = encodeBody(route, body);
-    const answer = await this.send(route.method, url, wireBody, signal);
-    return decodeAnswer(route, answer);
+    const once = async (): Promise<RouteResult<R>> =>
+      decodeAnswer(route, await this.send(route.method, url, wireBody, signal));
+    if (this.retryForMs === 0 || !mayRepeat(route, wireBody)) return once();
+    return retrying({ clock: this.clock, untilMs: this.clock.nowMs() + this.retryForMs, signal }, once);
   }
 
   private fill(route: RouteSpec, params: Readonly<Record<string, string>>, query: unknown): string {

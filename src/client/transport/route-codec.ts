@@ -106,8 +106,8 @@ export function decodeAnswer<R extends RouteSpec>(route: R, answer: WireAnswer):
 /** The error of a non-2xx answer, rebuilt from the error envelope. */
 export function errorFromAnswer(answer: WireAnswer): ShiftlockError {
   const error = ShiftlockError.fromEnvelope(answer.body, answer.status);
-  if (error.code === "claim_held") {
-    // The holder's record, with bigint counters, so callers can inspect it on either backend.
+  if (error.code === "claim_held" || error.code === "evicted") {
+    // The holder's (or the evicted claim's) record, with bigint counters, so callers can inspect it on either backend.
     // `safeParse` is `safeDecode` for an input of unknown shape (it runs the codecs' decode).
     const holder = claimRecordSchema.safeParse(error.details["claim"]);
     if (holder.success) error.details["claim"] = holder.data;

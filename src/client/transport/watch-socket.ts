@@ -36,7 +36,7 @@ import { LAGGING_CLOSE_CODE } from "../../protocol/watch.ts";
 import { Backoff } from "./backoff.ts";
 import { closeQuietly, parseFrame, pingUntilSilent } from "./socket-keepalive.ts";
 import { WatchQueue } from "./watch-queue.ts";
-import { OPEN, type WebSocketLike } from "./websocket.ts";
+import { OPEN, type SocketOpener, type WebSocketLike } from "./websocket.ts";
 
 /** Acknowledge after this many processed events (the server tolerates at least 1,024 unacknowledged). */
 export const ACK_EVERY = 128;
@@ -71,8 +71,8 @@ export interface WatchSocketOptions<M, C> {
   /** What the server sends (decoded) and what the client sends (encoded): the route's schemas. */
   server: z.ZodType<M>;
   client: z.ZodType<C>;
-  /** Open an authenticated socket (see websocket.ts). */
-  connect: (url: string) => WebSocketLike;
+  /** Open an authenticated socket (see websocket.ts); may first ask for a watch ticket. */
+  connect: SocketOpener;
   clock: Clock;
   signal?: AbortSignal | undefined;
   pingIntervalMs: number;
@@ -255,21 +255,33 @@ export class WatchSocket<M, C, T> implements AsyncIterable<T> {
     });
   }
 
-  /** One connection, from open to close. */
+  /** One connection, from open (after its ticket, when one is asked for first) to close. */
   private connectOnce(): Promise<Outcome> {
+    let opened: WebSocketLike | Promise<WebSocketLike>;
+    try {
+      opened = this.options.connect(this.adapter.url(), this.stop.signal);
+    } catch {
+      return Promise.resolve({ established: false, code: 0 });
+    }
+    if (!(opened instanceof Promise)) return this.attach(opened);
+    return opened.then(
+      (socket) => {
+        if (!this.stop.signal.aborted) return this.attach(socket);
+        closeQuietly(socket);
+        return { established: false, code: 0 };
+      },
+      () => ({ established: false, code: 0 }),
+    );
+  }
+
+  /** Follow one opened socket until it closes. */
+  private attach(socket: WebSocketLike): Promise<Outcome> {
     return new Promise<Outcome>((resolve) => {
       const outcome: Outcome = { established: false, code: 0 };
       const id = ++this.connection;
       const resumed = this.everEstablished;
       this.processed = 0;
       const connectionEnd = new AbortController();
-      let socket: WebSocketLike;
-      try {
-        socket = this.options.connect(this.adapter.url());
-      } catch {
-        resolve(outcome);
-        return;
-      }
       this.socket = socket;
       let heardSincePing = true;
       const finish = (): void => {

@@ -5,13 +5,18 @@
  * so a constructor (the `ws` package's default export) can be injected, and without either
  * opening a watch fails with `invalid_request` (`field: "WebSocket"`) before any network
  * use. The token travels as an `Authorization` header when the constructor can send
- * headers (an injected one, `ws`), else as the subprotocol `shiftlock.bearer.<token>`,
- * which is all a browser can send (docs/protocol.md#wire-conventions); `webSocketAuth` overrides the choice.
+ * headers (an injected one, `ws`); a browser cannot, so without an injected constructor
+ * each connection first asks for a watch ticket (docs/protocol.md#watch-tickets: one
+ * request with the token in its `Authorization` header) and opens the socket with
+ * `?ticket=…`, so the long-lived token never travels in a URL or a subprotocol.
+ * `webSocketAuth` overrides the choice; `"subprotocol"` sends `shiftlock.bearer.<token>`.
  *
  * Does not: read the socket (watch-socket.ts does).
  */
 import type { Clock } from "../../core/clock.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
+import { WATCH_TICKET_PARAM, issueWatchTicket } from "../../protocol/watch-ticket-routes.ts";
+import type { HttpTransport } from "./http-transport.ts";
 
 /** The part of the WHATWG WebSocket the client uses (browsers, Workers, Node 22, `ws`). */
 export interface WebSocketLike {
@@ -41,11 +46,12 @@ export interface WatchConnectionOptions {
    */
   WebSocket?: WebSocketConstructor;
   /**
-   * How the bearer token travels in the WebSocket handshake: an `Authorization` header
-   * (what `ws` can send) or the subprotocol `shiftlock.bearer.<token>` (what browsers can
-   * send). Default: `"header"` when `WebSocket` is injected, `"subprotocol"` otherwise.
+   * How a watch authenticates its WebSocket handshake: an `Authorization` header (what `ws`
+   * can send), a single-use watch ticket asked for just before (what browsers should use),
+   * or the subprotocol `shiftlock.bearer.<token>`. Default: `"header"` when `WebSocket` is
+   * injected, `"ticket"` otherwise.
    */
-  webSocketAuth?: "header" | "subprotocol";
+  webSocketAuth?: "header" | "ticket" | "subprotocol";
   /** Timers for watch pings, reconnect backoff and lease keepalives. Default: the system clock. */
   clock?: Clock;
   /** Keep-alive ping period of watches, ms. Default 30 000. */
@@ -58,11 +64,14 @@ export interface WatchConnectionOptions {
 /** The `readyState` of an open WebSocket. */
 export const OPEN = 1;
 
+/** Opens an authenticated socket to a watch URL (asking for a ticket first, when tickets are used). */
+export type SocketOpener = (url: string, signal?: AbortSignal) => WebSocketLike | Promise<WebSocketLike>;
+
 /**
  * A function that opens an authenticated socket to a URL. Throws `invalid_request` when no
  * WebSocket constructor is available.
  */
-export function socketOpener(options: WatchConnectionOptions, token: string): (url: string) => WebSocketLike {
+export function socketOpener(options: WatchConnectionOptions, transport: HttpTransport): SocketOpener {
   const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
   if (Ctor === undefined) {
     throw new ShiftlockError(
@@ -73,8 +82,17 @@ export function socketOpener(options: WatchConnectionOptions, token: string): (u
       },
     );
   }
-  const auth = options.webSocketAuth ?? (options.WebSocket === undefined ? "subprotocol" : "header");
-  return auth === "header"
-    ? (url) => new Ctor(url, [], { headers: { Authorization: `Bearer ${token}` } })
-    : (url) => new Ctor(url, [`shiftlock.bearer.${token}`]);
+  const auth = options.webSocketAuth ?? (options.WebSocket === undefined ? "ticket" : "header");
+  const token = transport.bearerToken();
+  if (auth === "header") return (url) => new Ctor(url, [], { headers: { Authorization: `Bearer ${token}` } });
+  if (auth === "subprotocol") return (url) => new Ctor(url, [`shiftlock.bearer.${token}`]);
+  // The service's own path: the URL's, without the base URL's path prefix.
+  const prefix = new URL(transport.baseUrl).pathname.replace(/\/+$/, "");
+  return async (url, signal) => {
+    const target = new URL(url);
+    const path = target.pathname.startsWith(prefix) ? target.pathname.slice(prefix.length) : target.pathname;
+    const { ticket } = await transport.call(issueWatchTicket, { body: { path } }, signal);
+    target.searchParams.set(WATCH_TICKET_PARAM, ticket);
+    return new Ctor(target.toString());
+  };
 }
