@@ -6,6 +6,9 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
+import { HttpCoordinator } from "../../src/client/coord/coord-http.ts";
+import { ManualClock } from "../../src/core/clock.ts";
 import { app } from "../../src/http/app.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import { WRITE, unique } from "./claims-helpers.ts";
@@ -179,5 +182,80 @@ describe("platform overload at the object binding", () => {
     expect(injection.calls).toBe(1);
     const cleanup = claimInjection(ns, [], false);
     await send(cleanup, "POST", `http://x/v1/ns/${ns}/claims/cool/release`, { generationId: "g1", token: "1" });
+  });
+});
+
+/** A manual clock that tells when someone starts sleeping on it (the client's retry wait). */
+class SleepTellingClock extends ManualClock {
+  onSleep?: (delayMs: number) => void;
+  override sleep(delayMs: number, signal?: AbortSignal): Promise<void> {
+    const slept = super.sleep(delayMs, signal);
+    this.onSleep?.(delayMs);
+    return slept;
+  }
+}
+
+/** A `fetch` that sends requests through the router with the wrapped bindings. */
+function routerFetch(injection: Injection) {
+  const wrapped = { ...env, CLAIMS: wrap(env.CLAIMS, injection), SCOPES: wrap(env.SCOPES, injection) };
+  return async (url: string, init: RequestInit): Promise<Response> => {
+    const ctx = createExecutionContext();
+    const res = await app.fetch(new Request(url, init), wrapped, ctx);
+    await waitOnExecutionContext(ctx);
+    return res;
+  };
+}
+
+describe("the client against an overloaded object (docs/protocol.md#client-retries)", () => {
+  it("retries an overloaded read after Retry-After and returns its answer", async () => {
+    const ns = unique("ns");
+    const injection = claimInjection(ns, ["job"], true, 1);
+    const clock = new SleepTellingClock(Date.now());
+    const client = new HttpClaimsBackend({
+      baseUrl: "http://x",
+      token: WRITE,
+      namespace: ns,
+      clock,
+      fetch: routerFetch(injection),
+    });
+    const waiting = new Promise<number>((resolve) => (clock.onSleep = resolve));
+    const pending = client.getClaim("job").catch((e: unknown) => e);
+    const delayMs = await waiting;
+    expect(injection.calls).toBe(1);
+    expect(delayMs).toBeGreaterThanOrEqual(1_000); // not before Retry-After: 1
+    await clock.advance(delayMs);
+    // Never acquired: the read's real answer, from the second attempt.
+    expect(await pending).toMatchObject({ code: "claim_not_found" });
+    expect(injection.calls).toBe(2);
+    await client.close();
+  });
+
+  it("does not repeat a publish the overloaded object refused", async () => {
+    const scope = uniqueScope();
+    const name = objectName(scope.ns, "scope", scope.volumeId, scope.objectStoreId, "");
+    const injection: Injection = {
+      names: new Set([name]),
+      error: platformError({ overloaded: true }),
+      failures: 0,
+      calls: 0,
+    };
+    const coord = new HttpCoordinator({
+      baseUrl: "http://x",
+      token: WRITE,
+      namespace: scope.ns,
+      fetch: routerFetch(injection),
+    });
+    const { lease } = await coord.tryAcquireWriteLease({
+      volumeId: scope.volumeId,
+      objectStoreId: scope.objectStoreId,
+      participantId: "p",
+    });
+    expect(lease).toBeDefined();
+    injection.failures = 10;
+    const before = injection.calls;
+    await expect(lease!.publish({ root: { v: 1 } })).rejects.toMatchObject({ code: "overloaded" });
+    expect(injection.calls - before).toBe(1);
+    injection.failures = 0;
+    await lease!.release();
   });
 });
