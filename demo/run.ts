@@ -14,7 +14,10 @@
  *
  * Run: `npm run demo` (uses the server on $SHIFTLOCK_URL or http://127.0.0.1:8787, and
  * starts a private local one like `npm start` when none answers). Options
- * (demo/options.ts): `--claims N` (default 4), `--url URL`, `--help`. Token:
+ * (demo/options.ts): `--claims N` (default 4), `--url URL`, `--rtt-ms MS` (both generations
+ * talk to the server through bench/wan-relay.mjs, which adds that round trip; `rttMs` is then
+ * the `/healthz` median through the relay, and the demo refuses to run, exit 3, when it is
+ * more than 2 ms off), `--help`. Token:
  * $SHIFTLOCK_TOKEN or `dev-token`. Exit status 1 when an invariant is violated, 2 for a
  * usage mistake.
  */
@@ -32,6 +35,7 @@ import {
 } from "../src/client/index.ts";
 import { parseOrExit } from "../src/cli/options.mjs";
 import { health } from "../src/protocol/routes.ts";
+import { checkRtt, medianMs, startRelay } from "../bench/wan-relay.mjs";
 import { FencedResource } from "./fenced-resource.ts";
 import { DEMO_USAGE, parseDemoArgs } from "./options.ts";
 
@@ -78,9 +82,20 @@ interface Mark {
 
 async function main(): Promise<number> {
   const server = await serverUrl();
+  // Every client call crosses the modelled WAN; the server itself stays local.
+  // It adds what the no-op request does not already take on loopback, so a no-op through it
+  // takes the round trip asked for.
+  const relay =
+    options.rttMs === undefined
+      ? undefined
+      : await startRelay({
+          targetPort: Number(new URL(server.url).port),
+          rttMs: options.rttMs,
+          baseMs: await medianMs(() => fetch(`${server.url}/healthz`).then((r) => r.arrayBuffer())),
+        });
   const namespace = `demo-${randomUUID().slice(0, 8)}`;
   const conn = {
-    baseUrl: server.url,
+    baseUrl: relay === undefined ? server.url : relay.rewrite(server.url),
     token: process.env["SHIFTLOCK_TOKEN"] ?? "dev-token",
     namespace,
     WebSocket: WebSocket as unknown as WebSocketConstructor,
@@ -108,6 +123,11 @@ async function main(): Promise<number> {
     };
     const noops = await median(30, () => transport.call(health, {}));
     const rttMs = noops[Math.floor(noops.length / 2)]!;
+    if (options.rttMs !== undefined) {
+      const check = await checkRtt(options.rttMs, () => transport.call(health, {}));
+      console.log(check.message);
+      if (!check.ok) return 3;
+    }
     const probe = await backendA.acquireClaim({ claimName: "rtt-probe", generationId: "probe", ttlMs: 10_000 });
     const renews = await median(30, () =>
       backendA.renewClaim({ claimName: "rtt-probe", generationId: "probe", token: probe.fencingToken, ttlMs: 10_000 }),
@@ -202,7 +222,8 @@ async function main(): Promise<number> {
     await B.close();
 
     // 6. Report.
-    console.log(`\nshiftlock rolling-deploy demo — ${server.url}, namespace ${namespace}, ${N} claims`);
+    const via = relay === undefined ? "" : ` via a WAN relay adding ${options.rttMs} ms RTT`;
+    console.log(`\nshiftlock rolling-deploy demo — ${server.url}${via}, namespace ${namespace}, ${N} claims`);
     console.log(
       `round trip: no-op (GET /healthz) median ${rttMs.toFixed(1)} ms; one claim renew median ${renewMs.toFixed(1)} ms\n`,
     );
@@ -261,6 +282,7 @@ async function main(): Promise<number> {
   } finally {
     await backendA.close();
     await backendB.close();
+    await relay?.close();
     await server.stop();
   }
 }

@@ -266,18 +266,21 @@ describe("bench:profile options", () => {
 
 describe("demo options", () => {
   it("defaults to 4 claims and the usual server", () => {
-    expect(parseDemoArgs([])).toEqual({ help: false, claims: 4, url: undefined });
+    expect(parseDemoArgs([])).toEqual({ help: false, claims: 4, url: undefined, rttMs: undefined });
     expect(parseDemoArgs(["--claims", "8", "--url=http://127.0.0.1:8799"])).toEqual({
       help: false,
       claims: 8,
       url: "http://127.0.0.1:8799",
+      rttMs: undefined,
     });
+    expect(parseDemoArgs(["--rtt-ms", "50"]).rttMs).toBe(50);
   });
 
   it("rejects a typo'd option and a malformed count", () => {
     expect(usageError(() => parseDemoArgs(["--claim", "8"]))).toBe("unknown option --claim (did you mean --claims?)");
     expect(usageError(() => parseDemoArgs(["--claims", "0"]))).toMatch(/^--claims must be an integer ≥ 1/);
     expect(usageError(() => parseDemoArgs(["--claims"]))).toBe("--claims needs a value");
+    expect(usageError(() => parseDemoArgs(["--rtt-ms", "0"]))).toMatch(/^--rtt-ms must be a number from 1 to 1000/);
   });
 });
 
