@@ -246,7 +246,14 @@ export async function checkRtt(wantedMs, once, samples = 21) {
   return { rttMs, ok, message };
 }
 
-if (!isMainThread && parentPort !== null && workerData?.targetPort !== undefined) {
-  const relay = await serveRelay(workerData);
+// In the relay's own thread: serve, and tell the parent the port.
+const data = /** @type {Record<string, unknown>} */ (isMainThread ? {} : (workerData ?? {}));
+if (parentPort !== null && typeof data["targetPort"] === "number") {
+  const relay = await serveRelay({
+    targetPort: data["targetPort"],
+    targetHost: String(data["targetHost"]),
+    oneWayMs: Number(data["oneWayMs"]),
+    jitterMs: Number(data["jitterMs"]),
+  });
   parentPort.postMessage({ port: relay.port });
 }
