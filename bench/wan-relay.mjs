@@ -11,7 +11,7 @@
  * the bytes before it; an error on either side destroys both. {@link startRelay} runs the
  * relay in a worker thread of its own, so the bench's closed loops do not delay its timers.
  * {@link checkRtt} is how a bench run refuses a relay that does not produce the RTT asked
- * for (±2 ms).
+ * for (±2 ms), {@link calibratedRelay} how it gets there.
  * Does not model bandwidth, loss, or Nagle-style coalescing (sockets are `noDelay`), and
  * does not apply backpressure (a bench's traffic is small); timer precision is Node's
  * (≈ 1 ms), which is why the RTT is measured, not assumed.
@@ -42,10 +42,22 @@ export class DelayLine {
    *   `random`: a source in [0, 1) (default Math.random)
    */
   constructor({ oneWayMs, jitterMs = 0, random = Math.random }) {
+    this.#oneWayMs = 0;
+    this.#jitterMs = 0;
+    this.setDelay(oneWayMs, jitterMs);
+    this.#random = random;
+  }
+
+  /**
+   * Change the delay of chunks pushed from now on (the ones queued keep theirs, and order
+   * is still kept).
+   * @param {number} oneWayMs
+   * @param {number} [jitterMs]
+   */
+  setDelay(oneWayMs, jitterMs = this.#jitterMs) {
     if (!(oneWayMs >= 0) || !(jitterMs >= 0)) throw new RangeError("delays must be ≥ 0 ms");
     this.#oneWayMs = oneWayMs;
     this.#jitterMs = jitterMs;
-    this.#random = random;
   }
 
   /**
@@ -94,11 +106,14 @@ const END = Symbol("end");
  * Forward `from` → `to` through a delay line, with one timer per direction.
  * @param {import("node:net").Socket} from
  * @param {import("node:net").Socket} to
+ * @param {Set<DelayLine<Buffer | symbol>>} lines every live line, so the delay can change
  * @param {{ oneWayMs: number, jitterMs: number }} delay
  */
-function pipeDelayed(from, to, delay) {
-  /** @type {DelayLine<Buffer | typeof END>} */
+function pipeDelayed(from, to, lines, delay) {
+  /** @type {DelayLine<Buffer | symbol>} */
   const line = new DelayLine(delay);
+  lines.add(line);
+  from.on("close", () => lines.delete(line));
   /** @type {NodeJS.Timeout | undefined} */
   let timer;
   const flush = () => {
@@ -107,7 +122,8 @@ function pipeDelayed(from, to, delay) {
     // the delay's mean, not its floor, is the one asked for (the RTT check measures it).
     for (const item of line.take(performance.now() + TIMER_SLACK_MS)) {
       if (to.destroyed) return;
-      if (item === END) to.end();
+      if (typeof item === "symbol")
+        to.end(); // END: the sender's FIN
       else to.write(item);
     }
     arm();
@@ -130,11 +146,14 @@ function pipeDelayed(from, to, delay) {
 /**
  * Serve the relay in this thread.
  * @param {{ targetPort: number, targetHost?: string, oneWayMs: number, jitterMs?: number }} options
- * @returns {Promise<{ port: number, close: () => Promise<void> }>}
+ * @returns {Promise<{ port: number, setOneWay: (ms: number) => void, close: () => Promise<void> }>}
  */
 export function serveRelay({ targetPort, targetHost = "127.0.0.1", oneWayMs, jitterMs = 0 }) {
   /** @type {Set<import("node:net").Socket>} */
   const sockets = new Set();
+  /** @type {Set<DelayLine<Buffer | symbol>>} */
+  const lines = new Set();
+  const delay = { oneWayMs, jitterMs };
   const server = createServer({ noDelay: true, allowHalfOpen: true }, (client) => {
     const upstream = createConnection({ port: targetPort, host: targetHost, noDelay: true, allowHalfOpen: true });
     for (const s of [client, upstream]) {
@@ -145,8 +164,8 @@ export function serveRelay({ targetPort, targetHost = "127.0.0.1", oneWayMs, jit
         upstream.destroy();
       });
     }
-    pipeDelayed(client, upstream, { oneWayMs, jitterMs });
-    pipeDelayed(upstream, client, { oneWayMs, jitterMs });
+    pipeDelayed(client, upstream, lines, delay);
+    pipeDelayed(upstream, client, lines, delay);
     // A closed side closes the other once its delayed bytes are out (end() above), or now
     // when it went away without a FIN.
     client.on("close", (hadError) => hadError && upstream.destroy());
@@ -159,6 +178,10 @@ export function serveRelay({ targetPort, targetHost = "127.0.0.1", oneWayMs, jit
       const port = typeof address === "object" && address !== null ? address.port : 0;
       resolve({
         port,
+        setOneWay: (ms) => {
+          delay.oneWayMs = ms;
+          for (const line of lines) line.setDelay(ms);
+        },
         close: () =>
           new Promise((done) => {
             for (const s of sockets) s.destroy();
@@ -175,6 +198,7 @@ export function serveRelay({ targetPort, targetHost = "127.0.0.1", oneWayMs, jit
  * @property {number} oneWayMs
  * @property {number} jitterMs
  * @property {(url: string) => string} rewrite the same URL with the relay's host and port
+ * @property {(ms: number) => void} setOneWay change the one-way delay (calibration)
  * @property {() => Promise<void>} close
  */
 
@@ -195,10 +219,15 @@ export async function startRelay({ targetPort, targetHost = "127.0.0.1", rttMs, 
     worker.once("message", (/** @type {{ port: number }} */ m) => resolve(m.port));
     worker.once("error", reject);
   });
-  return {
+  /** @type {Relay} */
+  const relay = {
     port,
     oneWayMs,
     jitterMs,
+    setOneWay: (/** @type {number} */ ms) => {
+      relay.oneWayMs = ms;
+      worker.postMessage({ oneWayMs: ms });
+    },
     rewrite: (url) => {
       const u = new URL(url);
       u.hostname = "127.0.0.1";
@@ -209,6 +238,27 @@ export async function startRelay({ targetPort, targetHost = "127.0.0.1", rttMs, 
       await worker.terminate();
     },
   };
+  return relay;
+}
+
+/**
+ * A relay whose no-op round trip is the one asked for: it adds `rttMs` less what the no-op
+ * takes on loopback, then measures the no-op through it and, up to twice, corrects the delay
+ * by what the measurement was off (a loaded machine shifts the no-op's own time between the
+ * two measurements). The last measurement decides: `check.ok` false means refuse to measure.
+ * @param {{ targetPort: number, rttMs: number, jitterMs?: number, noop: (port: number) => () => Promise<unknown> }} options
+ *   `noop(port)`: one no-op round trip to that port (the target's, or the relay's)
+ * @returns {Promise<{ relay: Relay, check: Awaited<ReturnType<typeof checkRtt>> }>}
+ */
+export async function calibratedRelay({ targetPort, rttMs, jitterMs = 0, noop }) {
+  const baseMs = await medianMs(noop(targetPort));
+  const relay = await startRelay({ targetPort, rttMs, baseMs, jitterMs });
+  let check = await checkRtt(rttMs, noop(relay.port));
+  for (let attempt = 0; attempt < 2 && !check.ok; attempt++) {
+    relay.setOneWay(Math.max(0, relay.oneWayMs + (rttMs - check.rttMs) / 2));
+    check = await checkRtt(rttMs, noop(relay.port));
+  }
+  return { relay, check };
 }
 
 /**
@@ -255,5 +305,6 @@ if (parentPort !== null && typeof data["targetPort"] === "number") {
     oneWayMs: Number(data["oneWayMs"]),
     jitterMs: Number(data["jitterMs"]),
   });
+  parentPort.on("message", (/** @type {{ oneWayMs: number }} */ m) => relay.setOneWay(m.oneWayMs));
   parentPort.postMessage({ port: relay.port });
 }

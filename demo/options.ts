@@ -7,7 +7,8 @@
  * `UsageError` (the demo then exits 2 before connecting anywhere). Does not read the
  * environment: `$SHIFTLOCK_URL` and `$SHIFTLOCK_TOKEN` are applied by demo/run.ts.
  */
-import { parseDecimal, parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseRttMs } from "../bench/options.mjs";
 
 export const DEMO_USAGE = `usage: npm run demo -- [options]
 
@@ -48,6 +49,6 @@ export function parseDemoArgs(argv: readonly string[]): DemoOptions {
     help: values.help === true,
     claims: parseInteger("--claims", values.claims, { min: 1 }) ?? 4,
     url: values.url,
-    rttMs: parseDecimal("--rtt-ms", values["rtt-ms"], { min: 1, max: 1_000, unit: "ms" }),
+    rttMs: parseRttMs(values["rtt-ms"]),
   };
 }

@@ -35,7 +35,7 @@ import {
 } from "../src/client/index.ts";
 import { parseOrExit } from "../src/cli/options.mjs";
 import { health } from "../src/protocol/routes.ts";
-import { checkRtt, medianMs, startRelay } from "../bench/wan-relay.mjs";
+import { calibratedRelay } from "../bench/wan-relay.mjs";
 import { FencedResource } from "./fenced-resource.ts";
 import { DEMO_USAGE, parseDemoArgs } from "./options.ts";
 
@@ -85,14 +85,21 @@ async function main(): Promise<number> {
   // Every client call crosses the modelled WAN; the server itself stays local.
   // It adds what the no-op request does not already take on loopback, so a no-op through it
   // takes the round trip asked for.
-  const relay =
+  const wan =
     options.rttMs === undefined
       ? undefined
-      : await startRelay({
+      : await calibratedRelay({
           targetPort: Number(new URL(server.url).port),
           rttMs: options.rttMs,
-          baseMs: await medianMs(() => fetch(`${server.url}/healthz`).then((r) => r.arrayBuffer())),
+          noop: (port) => () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.arrayBuffer()),
         });
+  const relay = wan?.relay;
+  if (wan !== undefined) console.log(wan.check.message);
+  if (wan?.check.ok === false) {
+    await relay?.close();
+    await server.stop();
+    return 3;
+  }
   const namespace = `demo-${randomUUID().slice(0, 8)}`;
   const conn = {
     baseUrl: relay === undefined ? server.url : relay.rewrite(server.url),
@@ -123,11 +130,6 @@ async function main(): Promise<number> {
     };
     const noops = await median(30, () => transport.call(health, {}));
     const rttMs = noops[Math.floor(noops.length / 2)]!;
-    if (options.rttMs !== undefined) {
-      const check = await checkRtt(options.rttMs, () => transport.call(health, {}));
-      console.log(check.message);
-      if (!check.ok) return 3;
-    }
     const probe = await backendA.acquireClaim({ claimName: "rtt-probe", generationId: "probe", ttlMs: 10_000 });
     const renews = await median(30, () =>
       backendA.renewClaim({ claimName: "rtt-probe", generationId: "probe", token: probe.fencingToken, ttlMs: 10_000 }),

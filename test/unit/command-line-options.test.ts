@@ -170,6 +170,7 @@ describe("bench options", () => {
       server: "npm-start",
       tag: "latest",
       writeDoc: false,
+      rttMs: undefined,
     });
   });
 
@@ -182,6 +183,8 @@ describe("bench options", () => {
       writeDoc: true,
     });
     expect(parseBenchArgs(["--tag=tmpfs", "--duration", "0.5"])).toMatchObject({ tag: "tmpfs", durationMs: 500 });
+    expect(parseBenchArgs(["--rtt-ms=50"]).rttMs).toBe(50);
+    expect(parsePeersArgs(["--rtt-ms", "50"]).rttMs).toBe(50);
   });
 
   it("rejects typos, unknown phases and servers, and malformed numbers", () => {
@@ -210,6 +213,7 @@ describe("bench options", () => {
       server: "npm-start",
       tag: "peers",
       writeDoc: false,
+      rttMs: undefined,
     });
     expect(usageError(() => parsePeersArgs(["--server=miniflare"]))).toMatch(/^--server must be one of npm-start/);
     expect(parseSoakArgs(["--duration-s=60", "--watchers", "10"])).toMatchObject({
