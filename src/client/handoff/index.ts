@@ -8,5 +8,12 @@ export type { GenerationSessionConfig } from "./config.ts";
 export { ClaimHandle, type ClaimAcquireOptions, type ClaimWaitOptions } from "./claim-handle.ts";
 export { Lease } from "./lease.ts";
 export { DrainGroup } from "./drain-group.ts";
-export { Handoff, type HandoffStatus, type HandoffResult, type HandedOffClaim, type StepOptions } from "./handoff.ts";
+export {
+  Handoff,
+  type DrainPoint,
+  type HandoffStatus,
+  type HandoffResult,
+  type HandedOffClaim,
+  type StepOptions,
+} from "./handoff.ts";
 export type { LeaseEndReason, RuntimeEvent, RuntimeEventMap, RuntimeEventType, RuntimeListener } from "./events.ts";
