@@ -7,7 +7,7 @@
  * `UsageError` (the demo then exits 2 before connecting anywhere). Does not read the
  * environment: `$SHIFTLOCK_URL` and `$SHIFTLOCK_TOKEN` are applied by demo/run.ts.
  */
-import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseChoice, parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { parseRttMs } from "../bench/options.mjs";
 
 export const DEMO_USAGE = `usage: npm run demo -- [options]
@@ -18,6 +18,9 @@ export const DEMO_USAGE = `usage: npm run demo -- [options]
   --rtt-ms MS   put both generations behind a loopback relay adding this round trip
                 (bench/wan-relay.mjs; the server stays local); refuses to run when the
                 measured RTT is more than 2 ms off
+  --drain WHEN  before-commit (default: A keeps working while its claims are only
+                prepared, then drains and commits) or before-prepare (drain, prepare,
+                commit: handoffTo's default)
   --help, -h
 
 The token is $SHIFTLOCK_TOKEN, else dev-token. The last line of the output is JSON:
@@ -32,6 +35,8 @@ export interface DemoOptions {
   url: string | undefined;
   /** Round trip the WAN relay models; undefined: no relay. */
   rttMs: number | undefined;
+  /** When generation A drains its work during the handoff. */
+  drain: "before-commit" | "before-prepare";
 }
 
 /**
@@ -43,6 +48,7 @@ export function parseDemoArgs(argv: readonly string[]): DemoOptions {
     claims: { type: "string" },
     url: { type: "string" },
     "rtt-ms": { type: "string" },
+    drain: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   return {
@@ -50,5 +56,6 @@ export function parseDemoArgs(argv: readonly string[]): DemoOptions {
     claims: parseInteger("--claims", values.claims, { min: 1 }) ?? 4,
     url: values.url,
     rttMs: parseRttMs(values["rtt-ms"]),
+    drain: parseChoice("--drain", values.drain, ["before-commit", "before-prepare"] as const) ?? "before-commit",
   };
 }

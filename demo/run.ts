@@ -3,7 +3,8 @@
  * starts; every claim is handed from A to B while work keeps flowing; a timeline proves
  * there was no overlap (every accepted write carries the newest token, stale writes are
  * rejected) and shows how long each claim had no writer. The handoff is one prepare request
- * and one commit request for all claims (batch, docs/protocol.md#batch).
+ * and one commit request for all claims (batch, docs/protocol.md#batch); A keeps working
+ * while the claims are only prepared and drains just before the commit.
  *
  * The last line of the output is one JSON object for scripts and tests:
  * `{"claims":N,"rttMs":…,"gapMs":…,"staleWritesRejected":…}` — `rttMs` is the median round
@@ -14,7 +15,9 @@
  *
  * Run: `npm run demo` (uses the server on $SHIFTLOCK_URL or http://127.0.0.1:8787, and
  * starts a private local one like `npm start` when none answers). Options
- * (demo/options.ts): `--claims N` (default 4), `--url URL`, `--rtt-ms MS` (both generations
+ * (demo/options.ts): `--claims N` (default 4), `--url URL`, `--drain before-commit|before-prepare`
+ * (when A drains: default before-commit, A working on while its claims are only prepared),
+ * `--rtt-ms MS` (both generations
  * talk to the server through bench/wan-relay.mjs, which adds that round trip; `rttMs` is then
  * the `/healthz` median through the relay, and the demo refuses to run, exit 3, when it is
  * more than 2 ms off), `--help`. Token:
@@ -212,7 +215,7 @@ async function main(): Promise<number> {
     // 4. Hand everything from A to B while work keeps flowing.
     const handoffStart = now();
     marks.push({ atMs: handoffStart, who: "A", what: `handoffTo(${B.generationId})` });
-    const result = await A.handoffTo(B.generationId);
+    const result = await A.handoffTo(B.generationId, { drain: options.drain });
     const handoffEnd = now();
     await Promise.all(waits);
     await sleep(800);
@@ -269,13 +272,14 @@ async function main(): Promise<number> {
       return (last ? hits.at(-1) : hits[0])?.atMs ?? NaN;
     };
     const drainMs = at("drain.completed") - at("drain.started");
-    const prepareMs = at("transfer.prepared", true) - at("drain.completed");
-    const commitMs = at("handoff.completed") - at("transfer.prepared", true);
+    const early = options.drain === "before-prepare";
+    const prepareMs = at("transfer.prepared", true) - (early ? at("drain.completed") : handoffStart);
+    const commitMs = at("handoff.completed") - (early ? at("transfer.prepared", true) : at("drain.completed"));
     console.log(
-      `phases: drain ${drainMs.toFixed(1)} ms, prepare ${prepareMs.toFixed(1)} ms, commit ${commitMs.toFixed(1)} ms; B adopts on the commit event (negative lag = before A's commit response arrived)`,
+      `phases (${early ? "drain → prepare → commit" : "prepare while A works → drain → commit"}): drain ${drainMs.toFixed(1)} ms, prepare ${prepareMs.toFixed(1)} ms, commit ${commitMs.toFixed(1)} ms; B adopts on the commit event (negative lag = before A's commit response arrived)`,
     );
     console.log(
-      `worst no-writer gap ${worstGap.toFixed(1)} ms (${(worstGap / rttMs).toFixed(1)} RTTs) = drain + prepare + commit + adoption; the server had an owner at every instant (commit moves ownership atomically)`,
+      `worst no-writer gap ${worstGap.toFixed(1)} ms (${(worstGap / rttMs).toFixed(1)} RTTs) = ${early ? "drain + prepare + commit" : "drain + commit"} + adoption; the server had an owner at every instant (commit moves ownership atomically)`,
     );
     const round = (ms: number): number | null => (Number.isFinite(ms) ? Math.round(ms * 100) / 100 : null);
     console.log(JSON.stringify({ claims: N, rttMs: round(rttMs), gapMs: round(worstGap), staleWritesRejected }));

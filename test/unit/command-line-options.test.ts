@@ -270,13 +270,21 @@ describe("bench:profile options", () => {
 
 describe("demo options", () => {
   it("defaults to 4 claims and the usual server", () => {
-    expect(parseDemoArgs([])).toEqual({ help: false, claims: 4, url: undefined, rttMs: undefined });
+    expect(parseDemoArgs([])).toEqual({
+      help: false,
+      claims: 4,
+      url: undefined,
+      rttMs: undefined,
+      drain: "before-commit",
+    });
     expect(parseDemoArgs(["--claims", "8", "--url=http://127.0.0.1:8799"])).toEqual({
       help: false,
       claims: 8,
       url: "http://127.0.0.1:8799",
       rttMs: undefined,
+      drain: "before-commit",
     });
+    expect(parseDemoArgs(["--drain", "before-prepare"]).drain).toBe("before-prepare");
     expect(parseDemoArgs(["--rtt-ms", "50"]).rttMs).toBe(50);
   });
 
