@@ -4,8 +4,10 @@
  * on release. bench:peers serves it with the same Miniflare and workerd as shiftlock and
  * drives it with the same closed loop.
  *
- *   POST /locks/{name}/acquire {"owner":O,"ttlMs":T} → 200 {"token":N,"expiresAtMs":E} | 409
- *   POST /locks/{name}/release {"owner":O,"token":N} → 200 {"released":true} | 409
+ *   POST /locks/{name}/acquire {"owner":O,"ttlMs":T} → 200 {"token":N,"expiresAtMs":E,"rows":R} | 409
+ *   POST /locks/{name}/release {"owner":O,"token":N} → 200 {"released":true,"rows":R} | 409
+ *
+ * (`rows`: the SQLite rows the call read and wrote, `{read, written}`, for bench:cost.)
  *
  * Guarantees: the token grows by one per grant; an expired lock is granted again (checked
  * when asked, no alarm); release by anyone but the holder of that token is refused.
@@ -42,10 +44,11 @@ export class Lock extends DurableObject {
 
   /** @param {string} owner @param {number} token */
   release(owner, token) {
-    const row = this.sql.exec("SELECT owner, token FROM lock WHERE id = 1").toArray()[0];
-    if (!row || row.owner !== owner || Number(row.token) !== token) return false;
-    this.sql.exec("UPDATE lock SET owner = NULL, expires = 0 WHERE id = 1");
-    return true;
+    const read = this.sql.exec("SELECT owner, token FROM lock WHERE id = 1");
+    const row = read.toArray()[0];
+    if (!row || row.owner !== owner || Number(row.token) !== token) return undefined;
+    const write = this.sql.exec("UPDATE lock SET owner = NULL, expires = 0 WHERE id = 1");
+    return { read: read.rowsRead + write.rowsRead, written: read.rowsWritten + write.rowsWritten };
   }
 }
 
@@ -60,7 +63,7 @@ export default {
       const grant = await stub.acquire(String(body.owner), Number(body.ttlMs));
       return grant ? Response.json(grant) : Response.json({ error: "held" }, { status: 409 });
     }
-    const ok = await stub.release(String(body.owner), Number(body.token));
-    return ok ? Response.json({ released: true }) : Response.json({ error: "not_owner" }, { status: 409 });
+    const rows = await stub.release(String(body.owner), Number(body.token));
+    return rows ? Response.json({ released: true, rows }) : Response.json({ error: "not_owner" }, { status: 409 });
   },
 };
