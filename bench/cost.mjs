@@ -81,7 +81,7 @@ async function phase(name, op) {
 const claim = (/** @type {number} */ i) => `${base}/claims/c-${i}`;
 /** @type {string[]} */
 const tokens = [];
-await phase("claims acquire", async (i) => {
+await phase("claims acquire, new claim", async (i) => {
   const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: 60_000 });
   tokens[i] = expectStatus(r, 200, "acquire").claim.fencingToken;
 });
@@ -93,6 +93,14 @@ await phase("claims get", async (i) => {
   expectStatus(await http.call("GET", claim(i)), 200, "get");
 });
 await phase("claims release", async (i) => {
+  expectStatus(await http.call("POST", `${claim(i)}/release`, { generationId: "g", token: tokens[i] }), 200, "release");
+});
+// The same two on objects that exist (their first acquire created their tables above).
+await phase("claims acquire, existing claim", async (i) => {
+  const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: 60_000 });
+  tokens[i] = expectStatus(r, 200, "acquire").claim.fencingToken;
+});
+await phase("claims release, again", async (i) => {
   expectStatus(await http.call("POST", `${claim(i)}/release`, { generationId: "g", token: tokens[i] }), 200, "release");
 });
 const scope = (/** @type {number} */ i) => `${base}/volumes/v/stores/s-${i}/leases`;

@@ -29,17 +29,20 @@ export class Lock extends DurableObject {
   /** @param {string} owner @param {number} ttlMs */
   acquire(owner, ttlMs) {
     const now = Date.now();
-    const row = this.sql.exec("SELECT owner, token, expires FROM lock WHERE id = 1").toArray()[0];
+    const read = this.sql.exec("SELECT owner, token, expires FROM lock WHERE id = 1");
+    const row = read.toArray()[0];
     if (row && row.owner !== null && Number(row.expires) > now && row.owner !== owner) return null;
     const token = (row ? Number(row.token) : 0) + 1;
     const expiresAtMs = now + ttlMs;
-    this.sql.exec(
+    const write = this.sql.exec(
       "INSERT OR REPLACE INTO lock (id, owner, token, expires) VALUES (1, ?, ?, ?)",
       owner,
       token,
       expiresAtMs,
     );
-    return { token, expiresAtMs };
+    // The rows SQLite billed, for bench:cost.
+    const rows = { read: read.rowsRead + write.rowsRead, written: read.rowsWritten + write.rowsWritten };
+    return { token, expiresAtMs, rows };
   }
 
   /** @param {string} owner @param {number} token */
