@@ -4,12 +4,17 @@
  *
  * - etcd, as `concurrency.Mutex` with a session per lock, over the v3 JSON gateway:
  *   `POST /v3/lease/grant` (TTL 15 s) → `POST /v3/kv/txn` (put the key with the lease if its
- *   `create_revision` is 0) → `POST /v3/kv/deleterange` → `POST /v3/lease/revoke`.
+ *   `create_revision` is 0) → `POST /v3/kv/deleterange` → `POST /v3/lease/revoke`; and with
+ *   one session per client reused across locks (the fair form: lock = 1 txn, unlock = 1
+ *   deleterange; the session's lease is granted when the measurement opens and revoked at
+ *   its end, kept alive by nothing since a measurement is shorter than its TTL of 60 s).
  * - Redis: `SET key token NX PX 15000` → compare-and-delete (`EVAL` of the usual Lua: delete
  *   only if the value is still our token), over RESP (bench/redis-client.mjs).
  * - shiftlock claims: `POST …/claims/{c}/acquire` → `POST …/release` (the fencing token).
  * - shiftlock coord: `POST …/volumes/v/keys/{k}/leases` → `DELETE …/leases/{id}` (keyed
  *   scope: mutual exclusion only).
+ * - the floor (bench/floor/worker.js): `POST /locks/{k}/acquire` → `POST /locks/{k}/release`,
+ *   one SQLite Durable Object per lock, as a Workers user would write it.
  *
  * Contention (many clients, one key): etcd, Redis and claims retry at once when they lose
  * (txn not succeeded, SET answered nil, 409 `claim_held`) — none of them queues; coord asks
@@ -57,7 +62,7 @@ const enc = (s) => encodeURIComponent(s);
  * @param {string} version
  * @returns {LockSystem}
  */
-export function etcdLocks(http, url, version) {
+export function etcdLocks(http, url, version, reuseSession = false) {
   /**
    * @param {string} path
    * @param {unknown} body
@@ -66,6 +71,48 @@ export function etcdLocks(http, url, version) {
     const reply = await http.call("POST", `${url}${path}`, body);
     return /** @type {Record<string, unknown>} */ (expectStatus(reply, 200, `etcd ${path}`));
   };
+  const grantLease = async (/** @type {number} */ ttlS) => {
+    const lease = (await post("/v3/lease/grant", { TTL: ttlS }))["ID"];
+    if (typeof lease !== "string") throw new Error("etcd lease grant: no ID");
+    return lease;
+  };
+  /**
+   * Take the key with `lease` (retrying at once when held), then delete it.
+   * @param {number} client @param {string} key @param {string} lease @param {number} deadline
+   * @returns {Promise<number | undefined>} attempts, or undefined when it gave up
+   */
+  const lockUnlock = async (client, key, lease, deadline) => {
+    const k = b64(key);
+    const put = {
+      compare: [{ target: "CREATE", key: k, create_revision: "0", result: "EQUAL" }],
+      success: [{ request_put: { key: k, value: b64(`client-${client}`), lease } }],
+    };
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      const txn = await post("/v3/kv/txn", put);
+      if (txn["succeeded"] === true) break;
+      if (performance.now() > deadline) return undefined;
+    }
+    await post("/v3/kv/deleterange", { key: k });
+    return attempts;
+  };
+  if (reuseSession) {
+    return {
+      name: `etcd ${version} (session reused)`,
+      how: "txn put-if-create_revision=0 with the client's session lease → deleterange (lease granted once per client)",
+      requestsPerCycle: 2,
+      async open(clients) {
+        const leases = await Promise.all(Array.from({ length: clients }, () => grantLease(60)));
+        return {
+          cycle: (client, key, deadline) => lockUnlock(client, key, /** @type {string} */ (leases[client]), deadline),
+          close: async () => {
+            await Promise.all(leases.map((ID) => post("/v3/lease/revoke", { ID })));
+          },
+        };
+      },
+    };
+  }
   return {
     name: `etcd ${version}`,
     how: "lease grant → txn put-if-create_revision=0 with the lease → deleterange → lease revoke (v3 JSON gateway)",
@@ -73,25 +120,8 @@ export function etcdLocks(http, url, version) {
     open: () =>
       Promise.resolve({
         async cycle(client, key, deadline) {
-          const k = b64(key);
-          const grant = await post("/v3/lease/grant", { TTL: TTL_MS / 1000 });
-          const lease = grant["ID"];
-          if (typeof lease !== "string") throw new Error("etcd lease grant: no ID");
-          const put = {
-            compare: [{ target: "CREATE", key: k, create_revision: "0", result: "EQUAL" }],
-            success: [{ request_put: { key: k, value: b64(`client-${client}`), lease } }],
-          };
-          let attempts = 0;
-          for (;;) {
-            attempts++;
-            const txn = await post("/v3/kv/txn", put);
-            if (txn["succeeded"] === true) break;
-            if (performance.now() > deadline) {
-              await post("/v3/lease/revoke", { ID: lease });
-              return undefined;
-            }
-          }
-          await post("/v3/kv/deleterange", { key: k });
+          const lease = await grantLease(TTL_MS / 1000);
+          const attempts = await lockUnlock(client, key, lease, deadline);
           await post("/v3/lease/revoke", { ID: lease });
           return attempts;
         },
@@ -205,6 +235,42 @@ export function coordLocks(http, url, ns, wait) {
             if (performance.now() > deadline) return undefined;
           }
           expectStatus(await http.call("DELETE", `${scope}/leases/${enc(leaseId)}`), 204, "release");
+          return attempts;
+        },
+        close: () => Promise.resolve(),
+      }),
+  };
+}
+
+/**
+ * @param {import("./http.mjs").BenchClient} http without shiftlock's token
+ * @param {string} url the floor Worker (bench/floor/serve.mjs)
+ * @returns {LockSystem}
+ */
+export function floorLocks(http, url) {
+  return {
+    name: "floor: one SQLite DO per lock",
+    how: "POST /locks/{k}/acquire → POST /locks/{k}/release (bench/floor/worker.js, workerd's own socket)",
+    requestsPerCycle: 2,
+    open: () =>
+      Promise.resolve({
+        async cycle(client, key, deadline) {
+          const base = `${url}/locks/${enc(key)}`;
+          const owner = `client-${client}`;
+          let attempts = 0;
+          /** @type {unknown} */
+          let token;
+          for (;;) {
+            attempts++;
+            const reply = await http.call("POST", `${base}/acquire`, { owner, ttlMs: TTL_MS });
+            if (reply.status === 200) {
+              token = /** @type {{ token: number }} */ (reply.body).token;
+              break;
+            }
+            if (reply.status !== 409) expectStatus(reply, 200, "floor acquire");
+            if (performance.now() > deadline) return undefined;
+          }
+          expectStatus(await http.call("POST", `${base}/release`, { owner, token }), 200, "floor release");
           return attempts;
         },
         close: () => Promise.resolve(),

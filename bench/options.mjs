@@ -39,6 +39,9 @@ export const BENCH_USAGE = `usage: node bench/run.mjs [options]   (npm run bench
                          Node front) or direct (diagnostic: workerd's own socket, no front)
   --tag=NAME             results file bench/results/NAME.json (default latest, or direct)
   --write-doc            also rewrite this tag's generated section of docs/BENCHMARKS.md
+  --rtt-ms=MS            put every client behind a loopback relay adding this round trip
+                         (bench/wan-relay.mjs; the server stays local); a measurement whose
+                         no-op RTT through the relay is more than 2 ms off is refused
   --help
 `;
 
@@ -51,7 +54,12 @@ export const BENCH_USAGE = `usage: node bench/run.mjs [options]   (npm run bench
  * @property {ServerKind} server
  * @property {string} tag names bench/results/<tag>.json and the doc section
  * @property {boolean} writeDoc
+ * @property {number | undefined} rttMs the WAN relay's round trip; undefined: no relay
  */
+
+/** `--rtt-ms`, shared by bench, bench:peers and the demo. */
+export const parseRttMs = (/** @type {string | undefined} */ text) =>
+  parseDecimal("--rtt-ms", text, { min: 1, max: 1_000, unit: "ms" });
 
 /**
  * @param {readonly string[]} argv arguments after `bench/run.mjs`
@@ -66,6 +74,7 @@ export function parseBenchArgs(argv) {
     server: { type: "string" },
     tag: { type: "string" },
     "write-doc": { type: "boolean" },
+    "rtt-ms": { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   const seconds = parseDecimal("--duration", values.duration, { min: 0.1, max: 3_600, unit: "seconds" }) ?? 10;
@@ -82,6 +91,7 @@ export function parseBenchArgs(argv) {
     server,
     tag,
     writeDoc: values["write-doc"] === true,
+    rttMs: parseRttMs(values["rtt-ms"]),
   };
 }
 
@@ -91,6 +101,9 @@ export const PEERS_USAGE = `usage: node bench/peers.mjs [options]   (npm run ben
   --server=KIND          npm-start (default) or direct (diagnostic, no front)
   --tag=NAME             results file bench/results/NAME.json (default peers)
   --write-doc            also rewrite this tag's generated section of docs/BENCHMARKS.md
+  --rtt-ms=MS            put every client (shiftlock, etcd, Redis) behind a loopback relay
+                         adding this round trip (bench/wan-relay.mjs); refuses to run when
+                         a no-op through it is more than 2 ms off
   --help
 
 Needs etcd, etcdctl and redis-server on PATH for the peers (Debian:
@@ -100,7 +113,7 @@ shiftlock alone and says how to install them.
 
 /**
  * @param {readonly string[]} argv arguments after `bench/peers.mjs`
- * @returns {{ help: boolean, durationMs: number, server: ServerKind, tag: string, writeDoc: boolean }}
+ * @returns {{ help: boolean, durationMs: number, server: ServerKind, tag: string, writeDoc: boolean, rttMs: number | undefined }}
  * @throws {UsageError}
  */
 export function parsePeersArgs(argv) {
@@ -109,6 +122,7 @@ export function parsePeersArgs(argv) {
     server: { type: "string" },
     tag: { type: "string" },
     "write-doc": { type: "boolean" },
+    "rtt-ms": { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   const seconds = parseDecimal("--duration", values.duration, { min: 0.1, max: 3_600, unit: "seconds" }) ?? 10;
@@ -118,6 +132,7 @@ export function parsePeersArgs(argv) {
     server: parseChoice("--server", values.server, SERVER_KINDS) ?? "npm-start",
     tag: checkTag(values.tag ?? "peers"),
     writeDoc: values["write-doc"] === true,
+    rttMs: parseRttMs(values["rtt-ms"]),
   };
 }
 

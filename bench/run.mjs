@@ -4,7 +4,7 @@
  *
  *   node bench/run.mjs [--duration=10] [--phases=healthz,claims,coord,handover,fanout,expiry]
  *                      [--max-watchers=1000] [--server=npm-start|direct] [--tag=NAME]
- *                      [--write-doc] [--help]
+ *                      [--rtt-ms=MS] [--write-doc] [--help]
  *
  * Options follow the repository's strict rule (bench/options.mjs): an unknown or malformed
  * one exits 2 before anything starts.
@@ -14,7 +14,11 @@
  * measurement inherits another's objects or memory). `--server=direct` talks to the same
  * workerd on its own socket, without the Node front (a diagnostic, labelled as such);
  * `TMPDIR=/dev/shm` puts the servers' state on tmpfs (another diagnostic: it shows what the
- * disk's fsync costs). `--tag` names the results file (default `latest`, or `direct`).
+ * disk's fsync costs). `--rtt-ms=MS` puts every client behind the WAN relay
+ * (bench/wan-relay.mjs), started per measurement with the server: it adds what a no-op
+ * (`GET /healthz`) does not already take on loopback, then the no-op's median through it is
+ * measured (the row's `rttMs`, which latencies are divided by) and a measurement more than
+ * 2 ms off is refused (recorded as failed). `--tag` names the results file (default `latest`, or `direct`).
  *
  * The memory of the server's whole process group at the end of each measurement is
  * reported. Every loop is bounded by time and count and the whole run by a hard limit, so
@@ -33,6 +37,7 @@ import { claimCycles, claimReads, claimWriteCost, coordCycles, healthz } from ".
 import { fanout, handover } from "./coord-latency.mjs";
 import { BENCH_USAGE, parseBenchArgs } from "./options.mjs";
 import { round } from "./stats.mjs";
+import { calibratedRelay } from "./wan-relay.mjs";
 import { commitInfo, describeMachine, load1m, machineInfo, writeDocSection } from "./report.mjs";
 import { parseOrExit } from "../src/cli/options.mjs";
 
@@ -43,7 +48,7 @@ import { parseOrExit } from "../src/cli/options.mjs";
 /**
  * One row of the results: what was measured, its figures (or why it failed), and the
  * server's memory and the machine's load at its end.
- * @typedef {{ name: string, kind: string, clients: number, serverRssMb: number, loadAvg1m: number }
+ * @typedef {{ name: string, kind: string, clients: number, serverRssMb: number, loadAvg1m: number, rttMs?: number }
  *   & ({ error: string } | (Throughput & { percentOfCeiling?: number }) | Latency | Fanout)} Measurement
  */
 
@@ -51,7 +56,7 @@ const TOKEN = "dev-token";
 const HARD_LIMIT_MS = 14 * 60_000;
 
 const options = parseOrExit("bench", BENCH_USAGE, () => parseBenchArgs(process.argv.slice(2)));
-const { durationMs, phases, maxWatchers, server: serverKind, tag } = options;
+const { durationMs, phases, maxWatchers, server: serverKind, tag, rttMs: wanRttMs } = options;
 
 hardLimit("bench", HARD_LIMIT_MS);
 
@@ -65,6 +70,7 @@ const results = {
   client: client.name,
   server: `${SERVER_DESCRIPTIONS[serverKind]} per measurement`,
   durationSeconds: durationMs / 1000,
+  wanRttMs: wanRttMs ?? null,
   measurements: /** @type {Measurement[]} */ ([]),
   finishedAt: /** @type {string | undefined} */ (undefined),
 };
@@ -74,6 +80,7 @@ console.log(
 );
 console.log(`client: ${client.name}`);
 console.log(`server: ${results.server}`);
+if (wanRttMs !== undefined) console.log(`every client behind the WAN relay: ${wanRttMs} ms RTT`);
 if (load1m() > machine.nproc) {
   console.log(`warning: load average ${load1m()} > ${machine.nproc} cores: figures will be low`);
 }
@@ -92,19 +99,36 @@ async function measurement(name, params, fn) {
   let result;
   /** @type {import("./server.mjs").RunningServer | undefined} */
   let server;
+  /** @type {import("./wan-relay.mjs").Relay | undefined} */
+  let relay;
+  /** @type {number | undefined} */
+  let rttMs;
   try {
     server = await startServer(serverKind);
+    let url = server.url;
+    if (wanRttMs !== undefined) {
+      const noop = (/** @type {number} */ port) => () => client.call("GET", `http://127.0.0.1:${port}/healthz`);
+      const targetPort = Number(new URL(server.url).port);
+      const wan = await calibratedRelay({ targetPort, rttMs: wanRttMs, noop });
+      relay = wan.relay;
+      url = relay.rewrite(server.url);
+      const check = wan.check;
+      if (!check.ok) throw new Error(check.message);
+      rttMs = check.rttMs;
+    }
     const ns = `bench-${crypto.randomUUID().slice(0, 8)}`;
-    const ctx = { url: server.url, client, ns, token: TOKEN, durationMs, maxCycles: 20_000 };
+    const ctx = { url, client, ns, token: TOKEN, durationMs, maxCycles: 20_000 };
     result = await fn(ctx);
   } catch (err) {
     result = { error: err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err) };
   }
+  await relay?.close();
   /** @type {Measurement} */
   const entry = {
     name,
     ...params,
     ...result,
+    ...(rttMs === undefined ? {} : { rttMs }),
     serverRssMb: server?.rssMb() ?? 0,
     // Other work on the machine lowers every figure: record it next to the figure.
     loadAvg1m: load1m(),
@@ -118,11 +142,22 @@ async function measurement(name, params, fn) {
 /** @param {Measurement} e */
 function describe(e) {
   if ("error" in e) return `FAILED: ${e.error}`;
+  const inRtts =
+    e.rttMs === undefined || !("latency" in e) ? "" : ` (p50 ${inRtt(e.latency.p50, e.rttMs)} RTT, RTT ${e.rttMs} ms)`;
   if ("perSecond" in e) {
-    return `${e.perSecond} cycles/s, ${round(e.perSecond * e.requestsPerCycle, 1)} req/s, p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms`;
+    const acquire =
+      e.acquire === undefined
+        ? ""
+        : `; acquire p50 ${e.acquire.p50} ms${e.rttMs === undefined ? "" : ` = ${inRtt(e.acquire.p50, e.rttMs)} RTT`}`;
+    return `${e.perSecond} cycles/s, ${round(e.perSecond * e.requestsPerCycle, 1)} req/s, p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms${inRtts}${acquire}`;
   }
   if ("delivery" in e) return `delivery p50 ${e.delivery.p50} ms, p99 ${e.delivery.p99} ms, missing ${e.missing}`;
-  return `p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms (n=${e.latency.n})`;
+  return `p50 ${e.latency.p50} ms, p99 ${e.latency.p99} ms (n=${e.latency.n})${inRtts}`;
+}
+
+/** A latency in round trips of the relay, 2 decimals. */
+function inRtt(/** @type {number} */ ms, /** @type {number} */ rtt) {
+  return round(ms / rtt, 2);
 }
 
 /** @type {Record<number, number>} cycles per second of the no-op route, by number of clients */
@@ -210,28 +245,36 @@ process.exit(failed === 0 ? 0 : 1);
  */
 function renderTables(r) {
   const rows = [
-    "| measurement | cycles/s | requests/s | cycle p50 ms | cycle p99 ms | % of no-op ceiling | server RSS MB | load 1m |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    "| measurement | cycles/s | requests/s | cycle p50 ms | cycle p99 ms | % of no-op ceiling | RTT ms | cycle p50 in RTTs | acquire p50 ms (RTTs) | server RSS MB | load 1m |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
-  const lat = ["| measurement | samples | p50 ms | p99 ms | max ms | notes |", "|---|---:|---:|---:|---:|---|"];
+  const lat = [
+    "| measurement | samples | p50 ms | p99 ms | max ms | RTT ms | p50 in RTTs | p99 in RTTs | notes |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+  ];
+  /** RTT columns: the relay's measured RTT and a latency in it, blank without the relay. */
+  const rtt = (/** @type {Measurement} */ e, /** @type {number[]} */ ...ms) =>
+    [e.rttMs ?? "", ...ms.map((x) => (e.rttMs === undefined ? "" : inRtt(x, e.rttMs)))].join(" | ");
   for (const e of r.measurements) {
     if ("error" in e) {
-      rows.push(`| ${e.name} | failed: ${e.error.replaceAll("|", "/")} | | | | | ${e.serverRssMb} | ${e.loadAvg1m} |`);
+      rows.push(
+        `| ${e.name} | failed: ${e.error.replaceAll("|", "/")} | | | | | | | | ${e.serverRssMb} | ${e.loadAvg1m} |`,
+      );
     } else if ("perSecond" in e) {
       const pct =
         e.kind === "healthz" ? "(ceiling)" : e.percentOfCeiling === undefined ? "" : `${e.percentOfCeiling} %`;
       rows.push(
-        `| ${e.name} | ${e.perSecond} | ${round(e.perSecond * e.requestsPerCycle, 1)} | ${e.latency.p50} | ${e.latency.p99} | ${pct} | ${e.serverRssMb} | ${e.loadAvg1m} |`,
+        `| ${e.name} | ${e.perSecond} | ${round(e.perSecond * e.requestsPerCycle, 1)} | ${e.latency.p50} | ${e.latency.p99} | ${pct} | ${rtt(e, e.latency.p50)} | ${e.acquire === undefined ? "" : `${e.acquire.p50}${e.rttMs === undefined ? "" : ` (${inRtt(e.acquire.p50, e.rttMs)})`}`} | ${e.serverRssMb} | ${e.loadAvg1m} |`,
       );
     } else if ("delivery" in e) {
       const notes = `last watcher p50 ${e.lastWatcher.p50} / p99 ${e.lastWatcher.p99} ms; publish reply p50 ${e.publishReply.p50} ms; ${e.missing} missing; ${e.watchers} sockets ready in ${e.connectAllMs} ms; server ${e.serverRssMb} MB; load ${e.loadAvg1m}`;
       lat.push(
-        `| ${e.name} | ${e.delivery.n} | ${e.delivery.p50} | ${e.delivery.p99} | ${e.delivery.max} | ${notes} |`,
+        `| ${e.name} | ${e.delivery.n} | ${e.delivery.p50} | ${e.delivery.p99} | ${e.delivery.max} | ${rtt(e, e.delivery.p50, e.delivery.p99)} | ${notes} |`,
       );
     } else {
       const missing = e.missing === undefined ? "" : `${e.missing} missing; `;
       lat.push(
-        `| ${e.name} | ${e.latency.n} | ${e.latency.p50} | ${e.latency.p99} | ${e.latency.max} | ${missing}server ${e.serverRssMb} MB; load ${e.loadAvg1m} |`,
+        `| ${e.name} | ${e.latency.n} | ${e.latency.p50} | ${e.latency.p99} | ${e.latency.max} | ${rtt(e, e.latency.p50, e.latency.p99)} | ${missing}server ${e.serverRssMb} MB; load ${e.loadAvg1m} |`,
       );
     }
   }

@@ -8,7 +8,7 @@
  * an object creates it); names are unique per run so no state from an earlier run is reused.
  */
 import { expectStatus } from "./http.mjs";
-import { closedLoop } from "./stats.mjs";
+import { closedLoop, summarize } from "./stats.mjs";
 
 /**
  * What every phase gets from bench/run.mjs.
@@ -23,7 +23,9 @@ import { closedLoop } from "./stats.mjs";
 
 /**
  * A throughput figure: the closed loop's result and how many requests one cycle sends.
- * @typedef {import("./stats.mjs").LoopResult & { requestsPerCycle: number }} Throughput
+ * `acquire`: the acquire request alone, where a cycle has one (claims), so its latency can be
+ * read in round trips behind the WAN relay.
+ * @typedef {import("./stats.mjs").LoopResult & { requestsPerCycle: number, acquire?: import("./stats.mjs").Summary }} Throughput
  */
 
 const WARMUP = { durationMs: 1_500, maxCycles: 100 };
@@ -33,9 +35,11 @@ const TTL_MS = 15_000;
  * @param {PhaseContext} ctx
  * @param {number} clients
  * @param {(client: number, i: number) => Promise<void>} cycle
+ * @param {() => void} [afterWarmup] called between the warm-up and the measured loop
  */
-async function measure(ctx, clients, cycle) {
+async function measure(ctx, clients, cycle, afterWarmup = () => {}) {
   await closedLoop({ clients, ...WARMUP, cycle });
+  afterWarmup();
   return closedLoop({ clients, durationMs: ctx.durationMs, maxCycles: ctx.maxCycles, cycle });
 }
 
@@ -68,15 +72,17 @@ export async function claimCycles(ctx, clients) {
   const cycle = async (client) => {
     const base = `${ctx.url}/v1/ns/${enc(ctx.ns)}/claims/${enc(`bench-${tag}-${client}`)}`;
     const generationId = `gen-${client}`;
-    const acquired = expectStatus(
-      await ctx.client.call("POST", `${base}/acquire`, { generationId, ttlMs: TTL_MS }),
-      200,
-      "acquire",
-    );
+    const start = performance.now();
+    const reply = await ctx.client.call("POST", `${base}/acquire`, { generationId, ttlMs: TTL_MS });
+    acquireMs.push(performance.now() - start);
+    const acquired = expectStatus(reply, 200, "acquire");
     const token = acquired.claim.fencingToken;
     expectStatus(await ctx.client.call("POST", `${base}/release`, { generationId, token }), 200, "release");
   };
-  return { ...(await measure(ctx, clients, cycle)), requestsPerCycle: 2 };
+  /** @type {number[]} */
+  const acquireMs = [];
+  const r = await measure(ctx, clients, cycle, () => acquireMs.splice(0));
+  return { ...r, requestsPerCycle: 2, acquire: summarize(acquireMs) };
 }
 
 /**

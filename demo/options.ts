@@ -7,13 +7,20 @@
  * `UsageError` (the demo then exits 2 before connecting anywhere). Does not read the
  * environment: `$SHIFTLOCK_URL` and `$SHIFTLOCK_TOKEN` are applied by demo/run.ts.
  */
-import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseChoice, parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseRttMs } from "../bench/options.mjs";
 
 export const DEMO_USAGE = `usage: npm run demo -- [options]
 
   --claims N    claims handed from generation A to B (default 4)
   --url URL     server to use (default $SHIFTLOCK_URL, else http://127.0.0.1:8787; when none
                 answers, a private local server is started like npm start)
+  --rtt-ms MS   put both generations behind a loopback relay adding this round trip
+                (bench/wan-relay.mjs; the server stays local); refuses to run when the
+                measured RTT is more than 2 ms off
+  --drain WHEN  before-commit (default: A keeps working while its claims are only
+                prepared, then drains and commits) or before-prepare (drain, prepare,
+                commit: handoffTo's default)
   --help, -h
 
 The token is $SHIFTLOCK_TOKEN, else dev-token. The last line of the output is JSON:
@@ -26,6 +33,10 @@ export interface DemoOptions {
   claims: number;
   /** The server; undefined: $SHIFTLOCK_URL or the default. */
   url: string | undefined;
+  /** Round trip the WAN relay models; undefined: no relay. */
+  rttMs: number | undefined;
+  /** When generation A drains its work during the handoff. */
+  drain: "before-commit" | "before-prepare";
 }
 
 /**
@@ -36,11 +47,15 @@ export function parseDemoArgs(argv: readonly string[]): DemoOptions {
   const { values } = parseOptions(argv, {
     claims: { type: "string" },
     url: { type: "string" },
+    "rtt-ms": { type: "string" },
+    drain: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   return {
     help: values.help === true,
     claims: parseInteger("--claims", values.claims, { min: 1 }) ?? 4,
     url: values.url,
+    rttMs: parseRttMs(values["rtt-ms"]),
+    drain: parseChoice("--drain", values.drain, ["before-commit", "before-prepare"] as const) ?? "before-commit",
   };
 }

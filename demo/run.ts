@@ -3,7 +3,8 @@
  * starts; every claim is handed from A to B while work keeps flowing; a timeline proves
  * there was no overlap (every accepted write carries the newest token, stale writes are
  * rejected) and shows how long each claim had no writer. The handoff is one prepare request
- * and one commit request for all claims (batch, docs/protocol.md#batch).
+ * and one commit request for all claims (batch, docs/protocol.md#batch); A keeps working
+ * while the claims are only prepared and drains just before the commit.
  *
  * The last line of the output is one JSON object for scripts and tests:
  * `{"claims":N,"rttMs":…,"gapMs":…,"staleWritesRejected":…}` — `rttMs` is the median round
@@ -14,7 +15,12 @@
  *
  * Run: `npm run demo` (uses the server on $SHIFTLOCK_URL or http://127.0.0.1:8787, and
  * starts a private local one like `npm start` when none answers). Options
- * (demo/options.ts): `--claims N` (default 4), `--url URL`, `--help`. Token:
+ * (demo/options.ts): `--claims N` (default 4), `--url URL`, `--drain before-commit|before-prepare`
+ * (when A drains: default before-commit, A working on while its claims are only prepared),
+ * `--rtt-ms MS` (both generations
+ * talk to the server through bench/wan-relay.mjs, which adds that round trip; `rttMs` is then
+ * the `/healthz` median through the relay, and the demo refuses to run, exit 3, when it is
+ * more than 2 ms off), `--help`. Token:
  * $SHIFTLOCK_TOKEN or `dev-token`. Exit status 1 when an invariant is violated, 2 for a
  * usage mistake.
  */
@@ -32,6 +38,7 @@ import {
 } from "../src/client/index.ts";
 import { parseOrExit } from "../src/cli/options.mjs";
 import { health } from "../src/protocol/routes.ts";
+import { calibratedRelay } from "../bench/wan-relay.mjs";
 import { FencedResource } from "./fenced-resource.ts";
 import { DEMO_USAGE, parseDemoArgs } from "./options.ts";
 
@@ -78,9 +85,27 @@ interface Mark {
 
 async function main(): Promise<number> {
   const server = await serverUrl();
+  // Every client call crosses the modelled WAN; the server itself stays local.
+  // It adds what the no-op request does not already take on loopback, so a no-op through it
+  // takes the round trip asked for.
+  const wan =
+    options.rttMs === undefined
+      ? undefined
+      : await calibratedRelay({
+          targetPort: Number(new URL(server.url).port),
+          rttMs: options.rttMs,
+          noop: (port) => () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.arrayBuffer()),
+        });
+  const relay = wan?.relay;
+  if (wan !== undefined) console.log(wan.check.message);
+  if (wan?.check.ok === false) {
+    await relay?.close();
+    await server.stop();
+    return 3;
+  }
   const namespace = `demo-${randomUUID().slice(0, 8)}`;
   const conn = {
-    baseUrl: server.url,
+    baseUrl: relay === undefined ? server.url : relay.rewrite(server.url),
     token: process.env["SHIFTLOCK_TOKEN"] ?? "dev-token",
     namespace,
     WebSocket: WebSocket as unknown as WebSocketConstructor,
@@ -190,7 +215,7 @@ async function main(): Promise<number> {
     // 4. Hand everything from A to B while work keeps flowing.
     const handoffStart = now();
     marks.push({ atMs: handoffStart, who: "A", what: `handoffTo(${B.generationId})` });
-    const result = await A.handoffTo(B.generationId);
+    const result = await A.handoffTo(B.generationId, { drain: options.drain });
     const handoffEnd = now();
     await Promise.all(waits);
     await sleep(800);
@@ -202,7 +227,8 @@ async function main(): Promise<number> {
     await B.close();
 
     // 6. Report.
-    console.log(`\nshiftlock rolling-deploy demo — ${server.url}, namespace ${namespace}, ${N} claims`);
+    const via = relay === undefined ? "" : ` via a WAN relay adding ${options.rttMs} ms RTT`;
+    console.log(`\nshiftlock rolling-deploy demo — ${server.url}${via}, namespace ${namespace}, ${N} claims`);
     console.log(
       `round trip: no-op (GET /healthz) median ${rttMs.toFixed(1)} ms; one claim renew median ${renewMs.toFixed(1)} ms\n`,
     );
@@ -246,13 +272,14 @@ async function main(): Promise<number> {
       return (last ? hits.at(-1) : hits[0])?.atMs ?? NaN;
     };
     const drainMs = at("drain.completed") - at("drain.started");
-    const prepareMs = at("transfer.prepared", true) - at("drain.completed");
-    const commitMs = at("handoff.completed") - at("transfer.prepared", true);
+    const early = options.drain === "before-prepare";
+    const prepareMs = at("transfer.prepared", true) - (early ? at("drain.completed") : handoffStart);
+    const commitMs = at("handoff.completed") - (early ? at("transfer.prepared", true) : at("drain.completed"));
     console.log(
-      `phases: drain ${drainMs.toFixed(1)} ms, prepare ${prepareMs.toFixed(1)} ms, commit ${commitMs.toFixed(1)} ms; B adopts on the commit event (negative lag = before A's commit response arrived)`,
+      `phases (${early ? "drain → prepare → commit" : "prepare while A works → drain → commit"}): drain ${drainMs.toFixed(1)} ms, prepare ${prepareMs.toFixed(1)} ms, commit ${commitMs.toFixed(1)} ms; B adopts on the commit event (negative lag = before A's commit response arrived)`,
     );
     console.log(
-      `worst no-writer gap ${worstGap.toFixed(1)} ms (${(worstGap / rttMs).toFixed(1)} RTTs) = drain + prepare + commit + adoption; the server had an owner at every instant (commit moves ownership atomically)`,
+      `worst no-writer gap ${worstGap.toFixed(1)} ms (${(worstGap / rttMs).toFixed(1)} RTTs) = ${early ? "drain + prepare + commit" : "drain + commit"} + adoption; the server had an owner at every instant (commit moves ownership atomically)`,
     );
     const round = (ms: number): number | null => (Number.isFinite(ms) ? Math.round(ms * 100) / 100 : null);
     console.log(JSON.stringify({ claims: N, rttMs: round(rttMs), gapMs: round(worstGap), staleWritesRejected }));
@@ -261,6 +288,7 @@ async function main(): Promise<number> {
   } finally {
     await backendA.close();
     await backendB.close();
+    await relay?.close();
     await server.stop();
   }
 }

@@ -170,6 +170,7 @@ describe("bench options", () => {
       server: "npm-start",
       tag: "latest",
       writeDoc: false,
+      rttMs: undefined,
     });
   });
 
@@ -182,6 +183,8 @@ describe("bench options", () => {
       writeDoc: true,
     });
     expect(parseBenchArgs(["--tag=tmpfs", "--duration", "0.5"])).toMatchObject({ tag: "tmpfs", durationMs: 500 });
+    expect(parseBenchArgs(["--rtt-ms=50"]).rttMs).toBe(50);
+    expect(parsePeersArgs(["--rtt-ms", "50"]).rttMs).toBe(50);
   });
 
   it("rejects typos, unknown phases and servers, and malformed numbers", () => {
@@ -210,6 +213,7 @@ describe("bench options", () => {
       server: "npm-start",
       tag: "peers",
       writeDoc: false,
+      rttMs: undefined,
     });
     expect(usageError(() => parsePeersArgs(["--server=miniflare"]))).toMatch(/^--server must be one of npm-start/);
     expect(parseSoakArgs(["--duration-s=60", "--watchers", "10"])).toMatchObject({
@@ -266,18 +270,29 @@ describe("bench:profile options", () => {
 
 describe("demo options", () => {
   it("defaults to 4 claims and the usual server", () => {
-    expect(parseDemoArgs([])).toEqual({ help: false, claims: 4, url: undefined });
+    expect(parseDemoArgs([])).toEqual({
+      help: false,
+      claims: 4,
+      url: undefined,
+      rttMs: undefined,
+      drain: "before-commit",
+    });
     expect(parseDemoArgs(["--claims", "8", "--url=http://127.0.0.1:8799"])).toEqual({
       help: false,
       claims: 8,
       url: "http://127.0.0.1:8799",
+      rttMs: undefined,
+      drain: "before-commit",
     });
+    expect(parseDemoArgs(["--drain", "before-prepare"]).drain).toBe("before-prepare");
+    expect(parseDemoArgs(["--rtt-ms", "50"]).rttMs).toBe(50);
   });
 
   it("rejects a typo'd option and a malformed count", () => {
     expect(usageError(() => parseDemoArgs(["--claim", "8"]))).toBe("unknown option --claim (did you mean --claims?)");
     expect(usageError(() => parseDemoArgs(["--claims", "0"]))).toMatch(/^--claims must be an integer ≥ 1/);
     expect(usageError(() => parseDemoArgs(["--claims"]))).toBe("--claims needs a value");
+    expect(usageError(() => parseDemoArgs(["--rtt-ms", "0"]))).toMatch(/^--rtt-ms must be a number from 1 to 1000/);
   });
 });
 

@@ -1,7 +1,9 @@
 /**
  * Handoff: moving every claim of a generation to a named successor generation, on the old
  * owner's side — prepare → drain → transfer (prepare every claim) → commit every claim, or
- * abort every claim.
+ * abort every claim. With `drain: "before-commit"` the transfer comes first and the drain
+ * second: the old owner keeps working while its claims are only prepared (its tokens stay
+ * valid until the commit), so the time no one writes is the drain and the commit alone.
  *
  * Guarantees:
  * - Each step over the claims is one batch request (docs/protocol.md#batch, batch-steps.ts): after the
@@ -78,6 +80,15 @@ export interface StepOptions {
   signal?: AbortSignal | undefined;
 }
 
+/**
+ * When a handoff drains the old owner's work: `before-prepare` (the default: drain →
+ * prepare → commit) or `before-commit` (prepare while work continues → drain → commit).
+ * Either way nothing of the old owner is in flight when the commit is sent, and fencing
+ * refuses its tokens after it; `before-commit` takes one round trip out of the time no one
+ * writes.
+ */
+export type DrainPoint = "before-prepare" | "before-commit";
+
 interface Member {
   handle: ClaimSlot;
   lease: Lease;
@@ -93,13 +104,17 @@ export class Handoff {
   private failure: Error | undefined;
   /** The generation's state when the handoff began (active, or standby with no claims). */
   private readonly fromState: GenerationState;
+  /** `before-commit`: the drain has not run yet while the claims are prepared. */
+  private drainPending: boolean;
 
   constructor(
     private readonly host: HandoffHost,
     readonly successor: string,
     handles: ClaimSlot[],
+    readonly drainPoint: DrainPoint = "before-prepare",
   ) {
     this.fromState = host.state;
+    this.drainPending = drainPoint === "before-commit";
     this.members = handles
       .filter((h) => h.lease !== undefined)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -112,7 +127,8 @@ export class Handoff {
           abort: host.operationId("abort", handle.name),
         },
       }));
-    if (this.fromState === "active") host.transition("draining", "drain_started");
+    // Draining later, the generation goes straight to `transferring` (a legal move) then.
+    if (this.fromState === "active" && drainPoint === "before-prepare") host.transition("draining", "drain_started");
     host.events.emit("handoff.started", { successor, claims: this.claimNames() });
   }
 
@@ -125,21 +141,44 @@ export class Handoff {
     return this.members.map((m) => m.handle.name);
   }
 
-  /** Stop new work and wait (≤ drainTimeoutMs) for work in flight. Failure aborts the handoff. */
+  /**
+   * Stop new work and wait (≤ drainTimeoutMs) for work in flight. Failure aborts the handoff.
+   * With `drain: "before-commit"` it runs once the claims are prepared (commit() runs it).
+   */
   async drain(opts: StepOptions = {}): Promise<void> {
-    if (this.statusNow === "drained") return;
+    if (this.statusNow === "drained" || (this.drainPoint === "before-commit" && !this.drainPending)) return;
+    if (this.drainPoint === "before-commit") {
+      this.expect(["prepared"], "drain");
+      await this.drainWork(opts);
+      this.drainPending = false;
+      return;
+    }
     this.expect(["pending"], "drain");
     this.statusNow = "draining";
+    await this.drainWork(opts);
+    this.statusNow = "drained";
+  }
+
+  /** The drain itself, with its events; a failure rolls the handoff back. */
+  private async drainWork(opts: StepOptions): Promise<void> {
     const { cfg, drain, events } = this.host;
     events.emit("drain.started", { successor: this.successor, inFlight: drain.active });
+    // Once prepared, a rollback (the transfer timeout, abort()) ends the wait too.
+    const rolledBack = this.timerStop.signal;
+    const signal = opts.signal === undefined ? rolledBack : AbortSignal.any([opts.signal, rolledBack]);
     try {
-      await drain.wait(cfg.clock, cfg.drainTimeoutMs, opts.signal);
+      await drain.wait(cfg.clock, cfg.drainTimeoutMs, this.statusNow === "prepared" ? signal : opts.signal);
     } catch (err) {
       events.emit("drain.failed", { successor: this.successor, error: err as Error });
+      if (rolledBack.aborted) {
+        // A rollback is under way (the transfer timeout or abort()): that is the outcome.
+        throw new ShiftlockError("no_transfer", `handoff was aborted: ${this.failure?.message ?? "aborted"}`, {
+          reason: "aborted",
+        });
+      }
       await this.rollback(err as Error);
       throw err;
     }
-    this.statusNow = "drained";
     events.emit("drain.completed", { successor: this.successor });
   }
 
@@ -149,8 +188,8 @@ export class Handoff {
    */
   async transfer(opts: StepOptions = {}): Promise<void> {
     if (this.statusNow === "prepared") return;
-    if (this.statusNow === "pending") await this.drain(opts);
-    this.expect(["drained"], "transfer");
+    if (this.statusNow === "pending" && this.drainPoint === "before-prepare") await this.drain(opts);
+    this.expect([this.drainPoint === "before-prepare" ? "drained" : "pending"], "transfer");
     this.statusNow = "transferring";
     const { cfg, events } = this.host;
     if (this.fromState === "active") this.host.transition("transferring", "transfer_prepared");
@@ -199,6 +238,15 @@ export class Handoff {
       });
     }
     if (this.statusNow !== "prepared") await this.transfer(opts);
+    if (this.drainPending) {
+      await this.drain(opts);
+      // The transfer timeout may have aborted the handoff while the work drained.
+      if ((this.statusNow as HandoffStatus) !== "prepared") {
+        throw new ShiftlockError("no_transfer", `handoff was aborted: ${this.failure?.message ?? "aborted"}`, {
+          reason: "aborted",
+        });
+      }
+    }
     this.statusNow = "committing";
     for (const m of this.members) m.handle.committing = true;
     const settled = await this.commitEvery();

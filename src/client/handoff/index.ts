@@ -9,5 +9,12 @@ export { ClaimHandle } from "./claim-handle.ts";
 export type { ClaimAcquireOptions, ClaimWaitOptions } from "./claim-slot.ts";
 export { Lease } from "./lease.ts";
 export { DrainGroup } from "./drain-group.ts";
-export { Handoff, type HandoffStatus, type HandoffResult, type HandedOffClaim, type StepOptions } from "./handoff.ts";
+export {
+  Handoff,
+  type DrainPoint,
+  type HandoffStatus,
+  type HandoffResult,
+  type HandedOffClaim,
+  type StepOptions,
+} from "./handoff.ts";
 export type { LeaseEndReason, RuntimeEvent, RuntimeEventMap, RuntimeEventType, RuntimeListener } from "./events.ts";

@@ -32,7 +32,7 @@ import { ClaimSlot, type SessionContext } from "./claim-slot.ts";
 import { resolveConfig, type GenerationSessionConfig, type ResolvedConfig } from "./config.ts";
 import { DrainGroup } from "./drain-group.ts";
 import { RuntimeEvents, type RuntimeEvent, type RuntimeEventType, type RuntimeListener } from "./events.ts";
-import { Handoff, type HandoffHost, type HandoffResult, type StepOptions } from "./handoff.ts";
+import { Handoff, type DrainPoint, type HandoffHost, type HandoffResult, type StepOptions } from "./handoff.ts";
 import { operationId } from "./ids.ts";
 
 export interface CloseOptions {
@@ -164,9 +164,11 @@ export class GenerationSession implements AsyncDisposable {
   /**
    * Begin a handoff of every held claim to `successor`: the generation moves to draining
    * (a standby generation with no claims stays standby and simply retires on commit).
-   * Then call `drain()`, `transfer()`, `commit()` or `abort()` on the result.
+   * Then call `drain()`, `transfer()`, `commit()` or `abort()` on the result. With
+   * `{ drain: "before-commit" }` work continues through `transfer()` (the generation moves to
+   * transferring then) and `drain()` — or `commit()` — drains once the claims are prepared.
    */
-  prepareHandoff(successor: string): Handoff {
+  prepareHandoff(successor: string, opts: { drain?: DrainPoint } = {}): Handoff {
     if (this.closed) throw closedError();
     const problem = nameProblem(successor);
     if (problem !== undefined)
@@ -188,19 +190,23 @@ export class GenerationSession implements AsyncDisposable {
       this.host,
       successor,
       [...this.slots.values()].map(({ slot }) => slot),
+      opts.drain,
     );
     return this.current;
   }
 
   /**
-   * The whole handoff in one call: drain → transfer → commit. On any failure the handoff
-   * is aborted (claims stay here, the generation is active again) and the error rethrown.
+   * The whole handoff in one call: drain → transfer → commit (with `drain: "before-commit"`:
+   * transfer → drain → commit). On any failure the handoff is aborted (claims stay here, the
+   * generation is active again) and the error rethrown.
    */
-  async handoffTo(successor: string, opts: StepOptions = {}): Promise<HandoffResult> {
-    const handoff = this.prepareHandoff(successor);
+  async handoffTo(successor: string, opts: StepOptions & { drain?: DrainPoint } = {}): Promise<HandoffResult> {
+    const handoff = this.prepareHandoff(successor, { drain: opts.drain ?? "before-prepare" });
     try {
-      await handoff.drain(opts);
+      const early = handoff.drainPoint === "before-prepare";
+      if (early) await handoff.drain(opts);
       await handoff.transfer(opts);
+      if (!early) await handoff.drain(opts);
       return await handoff.commit(opts);
     } catch (err) {
       if (handoff.status !== "aborted" && handoff.status !== "committed") await handoff.abort("failed");
