@@ -18,29 +18,34 @@ function tortureCommand(): string {
 }
 
 describe("fence torture (short)", () => {
-  it("runs 60 s with pauses, crashes and takeovers and finds no violation", { timeout: 300_000 }, async () => {
-    const child = spawn(`${tortureCommand()} --duration-s 60 --seed 11`, {
-      shell: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NO_COLOR: "1" },
-    });
-    let output = "";
-    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-    const last = output.trim().split("\n").at(-1) ?? "";
-    const figures =
-      /^writes (\d+), refused (\d+), unknown (\d+), pauses (\d+), crashes (\d+), takeovers (\d+), violations (\d+)$/.exec(
-        last,
-      );
-    expect(figures, output).not.toBeNull();
-    const [, writes, refused, , pauses, crashes, takeovers, violations] = figures!.map(Number);
-    expect(violations, output).toBe(0);
-    expect(code, output).toBe(0);
-    expect(writes).toBeGreaterThan(1_000);
-    expect(refused).toBeGreaterThan(0);
-    expect(pauses).toBeGreaterThan(0);
-    expect(crashes).toBeGreaterThan(0);
-    expect(takeovers).toBeGreaterThan(0);
-  });
+  it(
+    "runs 60 s with pauses, crashes, takeovers and evictions and finds no violation",
+    { timeout: 300_000 },
+    async () => {
+      const child = spawn(`${tortureCommand()} --duration-s 60 --seed 11`, {
+        shell: true,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, NO_COLOR: "1" },
+      });
+      let output = "";
+      child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      const last = output.trim().split("\n").at(-1) ?? "";
+      const figures =
+        /^writes (\d+), refused (\d+), unknown (\d+), pauses (\d+), crashes (\d+), takeovers (\d+), evictions (\d+), violations (\d+)$/.exec(
+          last,
+        );
+      expect(figures, output).not.toBeNull();
+      const [, writes, refused, , pauses, crashes, takeovers, evictions, violations] = figures!.map(Number);
+      expect(violations, output).toBe(0);
+      expect(code, output).toBe(0);
+      expect(writes).toBeGreaterThan(1_000);
+      expect(refused).toBeGreaterThan(0);
+      expect(pauses).toBeGreaterThan(0);
+      expect(crashes).toBeGreaterThan(0);
+      expect(takeovers).toBeGreaterThan(0);
+      expect(evictions).toBeGreaterThan(0);
+    },
+  );
 });

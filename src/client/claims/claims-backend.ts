@@ -20,7 +20,8 @@
  * leases on its own (the handoff runtime does that).
  */
 import type { BatchOpName, ClaimEventReason, ClaimPhase, ClaimRecord } from "../../protocol/claims.ts";
-import type { ClaimBodies, ClaimMutationName } from "../../protocol/claim-routes.ts";
+import type { ClaimBodies, ClaimMutationName, evictClaim } from "../../protocol/claim-routes.ts";
+import type { RouteBody } from "../../protocol/route.ts";
 import type { PageOptions } from "../listing.ts";
 import type { ShiftlockError } from "../../protocol/errors.ts";
 import type { GenerationRecord, GenerationState } from "../../protocol/generations.ts";
@@ -69,12 +70,11 @@ export type CommitRequest = ClaimMutationRequest<"commit">;
 export type AbortRequest = ClaimMutationRequest<"abort">;
 export type ReleaseRequest = ClaimMutationRequest<"release">;
 
-/** An operator's eviction of a claim's owner (docs/protocol.md#eviction; `admin` role). */
-export interface EvictRequest {
-  claimName: string;
-  /** The operator's text, at most 256 bytes of UTF-8; watchers receive it with the event. */
-  note?: string;
-}
+/**
+ * An operator's eviction of a claim's owner (docs/protocol.md#eviction; `admin` role): the
+ * evict route's body, whose `note` (at most 256 bytes of UTF-8) watchers receive with the event.
+ */
+export type EvictRequest = { claimName: string } & RouteBody<typeof evictClaim>;
 
 /** The request each batch op name stands for (the keys are exactly the op names of docs/protocol.md#batch). */
 interface BatchRequests extends Record<BatchOpName, object> {

@@ -4,7 +4,7 @@
  * Runs the fence torture (runner.ts): owners paused, crashed and taken over while they write
  * through every fence (Durable Object, D1, R2, SQLite, Postgres, memory), then the fence
  * checker (check/fences.ts). Prints, last,
- * `writes N, refused R, unknown U, pauses P, crashes C, takeovers T, violations V`, with the
+ * `writes N, refused R, unknown U, pauses P, crashes C, takeovers T, evictions E, violations V`, with the
  * first violations before it. Exit status 1 when V > 0, 2 for bad arguments.
  */
 import { parseArgs } from "node:util";
@@ -66,6 +66,6 @@ log(
   `writes per fence (count, mean latency): ${[...perResource].map(([r, { n, ms }]) => `${r} ${n} ${(ms / n).toFixed(1)} ms`).join(", ")}`,
 );
 console.log(
-  `writes ${result.writes.length}, refused ${count("refused")}, unknown ${count("unknown")}, pauses ${result.pauses}, crashes ${result.crashes}, takeovers ${result.takeovers}, violations ${violations.length}`,
+  `writes ${result.writes.length}, refused ${count("refused")}, unknown ${count("unknown")}, pauses ${result.pauses}, crashes ${result.crashes}, takeovers ${result.takeovers}, evictions ${result.evictions}, violations ${violations.length}`,
 );
 process.exit(violations.length > 0 ? 1 : 0);

@@ -7,11 +7,13 @@
  * - **crash**: an owner leaves with a write in flight and never releases (the claim expires);
  * - **takeover**: an operator forces the claim to a new owner (prepare + commit a transfer
  *   with the current owner's token, as an operator would), writes once through every fence
- *   under the new token and releases — while the old owner keeps writing.
+ *   under the new token and releases — while the old owner keeps writing;
+ * - **eviction**: an operator evicts the owner (the backend's `evictClaim`); the owner keeps
+ *   writing with its evicted token while the next owner acquires and writes.
  * Every write is recorded (send and answer times, outcome) for check/fences.ts.
  *
- * Does not: use the shiftlock server or its eviction route (the fences see only tokens: how
- * a token became stale does not change what they must do), nor make the interleaving
+ * Does not: use the shiftlock server (the in-memory backend runs the server's claim machine,
+ * eviction included; the fences see only tokens), nor make the interleaving
  * reproducible (the seed fixes the choices, not the timing).
  */
 import { performance } from "node:perf_hooks";
@@ -37,6 +39,7 @@ export interface FenceTortureResult {
   pauses: number;
   crashes: number;
   takeovers: number;
+  evictions: number;
 }
 
 const NAMESPACE = "torture";
@@ -48,7 +51,7 @@ export async function runFenceTorture(opts: FenceTortureOptions): Promise<FenceT
   const rng = new Rng(opts.seed);
   const backend = new MemoryClaimsBackend({ namespace: NAMESPACE });
   const stores = await openStores();
-  const result: FenceTortureResult = { writes: [], pauses: 0, crashes: 0, takeovers: 0 };
+  const result: FenceTortureResult = { writes: [], pauses: 0, crashes: 0, takeovers: 0, evictions: 0 };
   const inFlight = new Set<Promise<void>>();
   const endAt = performance.now() + opts.durationS * 1_000;
   const running = (): boolean => performance.now() < endAt && opts.signal?.aborted !== true;
@@ -106,6 +109,13 @@ export async function runFenceTorture(opts: FenceTortureOptions): Promise<FenceT
       const claim = w.pick(CLAIMS);
       const record = await backend.getClaim(claim).catch(() => undefined);
       if (record?.phase !== "owned") continue;
+      if (w.chance(0.5)) {
+        // Evict: the owner is not told and keeps writing with its token until its next renew
+        // would fail; whoever acquires next writes with a greater one.
+        const evicted = await backend.evictClaim({ claimName: claim, note: `torture ${n}` }).catch(() => undefined);
+        if (evicted?.reason === "evicted") result.evictions++;
+        continue;
+      }
       const move = {
         claimName: claim,
         fromGeneration: record.ownerGeneration,
