@@ -15,7 +15,7 @@
  *
  * Guarantees:
  * - Every other request and every WebSocket upgrade passes through as it came (end-to-end
- *   headers, status, body, frames) over kept-alive upstream connections, except a `.` or `..` path
+ *   headers, status, body, frames; an upgrade without its offer of extensions, see tunnel) over kept-alive upstream connections, except a `.` or `..` path
  *   segment, which workerd would resolve: the front marks it (dot-segments.ts) and the
  *   Worker refuses the path with `invalid_request`, CORS headers and all.
  * - A request body is read before anything goes upstream, at most 64 KiB + 1 bytes of it
@@ -219,11 +219,20 @@ function withdraw(req: IncomingMessage, waiterId: string, target: Target, agent:
   cancel.end();
 }
 
-/** A WebSocket upgrade: the raw bytes both ways, the handshake included. */
+/**
+ * A WebSocket upgrade: the raw bytes both ways, the handshake included — less the client's
+ * offer of extensions. The Worker refuses permessage-deflate (`no_web_socket_compression`:
+ * small JSON frames, CPU on both ends for few bytes), but served with static assets the
+ * local runtime answers through its asset router, whose own flags accept the offer; without
+ * an offer nothing is negotiated, as deployed.
+ */
 function tunnel(req: IncomingMessage, client: Socket, head: Buffer, target: Target): void {
   const upstream = connect(target.port, target.host, () => {
     const lines = [`${req.method} ${markDotSegments(req.url ?? "/")} HTTP/${req.httpVersion}`];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      if (req.rawHeaders[i]?.toLowerCase() === "sec-websocket-extensions") continue;
+      lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    }
     upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
     if (head.length > 0) upstream.write(head);
     upstream.pipe(client);
