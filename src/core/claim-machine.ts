@@ -124,17 +124,7 @@ export function decideClaim(
 
   // 1. Lazy expiry: its own persisted change and event, before the command is judged.
   if (record !== undefined && isExpired(record, nowMs)) {
-    record = {
-      ...record,
-      previousOwner: record.ownerGeneration,
-      ownerGeneration: "",
-      pendingSuccessor: "",
-      drainStatus: "",
-      transferStatus: "",
-      phase: "unowned",
-      reason: "expired",
-      version: record.version + 1n,
-    };
+    record = { ...record, ...endOfHold(record, "expired"), version: record.version + 1n };
     changed = true;
     events.push({ reason: "expired", claim: record, timeMs: nowMs });
   }
@@ -257,37 +247,30 @@ export function decideClaim(
       if (claim.fencingToken !== command.token) return fail(refuse("stale_token"));
       if (!isHeld(claim.phase) && claim.previousOwner === command.generationId) return done({ ok: true, claim });
       if (!isHeld(claim.phase) || claim.ownerGeneration !== command.generationId) return fail(refuse("not_owner"));
-      return apply(
-        {
-          previousOwner: claim.ownerGeneration,
-          ownerGeneration: "",
-          phase: "unowned",
-          pendingSuccessor: "",
-          transferStatus: "",
-          drainStatus: "",
-          reason: "released",
-        },
-        "released",
-      );
+      return apply(endOfHold(claim, "released"), "released");
 
     case "evict": {
       if (!isHeld(claim.phase)) return done({ ok: true, claim });
-      return apply(
-        {
-          previousOwner: claim.ownerGeneration,
-          ownerGeneration: "",
-          phase: "unowned",
-          pendingSuccessor: "",
-          transferStatus: "",
-          drainStatus: "",
-          reason: "evicted",
-        },
-        "evicted",
-        false,
-        command.note,
-      );
+      return apply(endOfHold(claim, "evicted"), "evicted", false, command.note);
     }
   }
+}
+
+/**
+ * What ends a hold — expiry, release, eviction alike: the claim becomes unowned, remembers
+ * its owner as `previousOwner`, drops any transfer, and keeps its token (only an acquire or
+ * a commit advances it).
+ */
+function endOfHold(claim: ClaimRecord, reason: "expired" | "released" | "evicted"): Partial<ClaimRecord> {
+  return {
+    previousOwner: claim.ownerGeneration,
+    ownerGeneration: "",
+    phase: "unowned",
+    pendingSuccessor: "",
+    transferStatus: "",
+    drainStatus: "",
+    reason,
+  };
 }
 
 /** The fencing token a command presents as its caller's, if it presents one. */
