@@ -1,15 +1,12 @@
 /**
  * Handoff: moving every claim of a generation to a named successor generation, on the old
- * owner's side — prepare → drain → transfer (prepare every claim) → commit every claim, or
- * abort every claim. With `drain: "before-commit"` the transfer comes first and the drain
- * second: the old owner keeps working while its claims are only prepared (its tokens stay
- * valid until the commit), so the time no one writes is the drain and the commit alone.
+ * owner's side — drain → transfer (prepare every claim) → commit every claim, or abort every
+ * claim; `drain: "before-commit"` swaps drain and transfer (handoff-types.ts `DrainPoint`).
  *
  * Guarantees:
- * - Each step over the claims is one batch request (docs/protocol.md#batch, batch-steps.ts): after the
- *   drain, every claim is prepared in one request, then committed in one request, and a
- *   rollback aborts them in one request — chunks of at most 128 claims, sent together, so
- *   a step costs one round trip whatever the number of claims. A refused op of a batch is
+ * - Each step over the claims (prepare, commit, a rollback's abort) is one batch request
+ *   (docs/protocol.md#batch, batch-steps.ts): chunks of at most 128 claims, sent together,
+ *   so a step costs one round trip whatever the number of claims. A refused op of a batch is
  *   handled exactly as a refused single call: it fails (or, for commit, partly fails) the
  *   handoff, and the others' outcomes are used.
  * - All-or-rollback before commit: a drain timeout, a refused or timed-out prepare, an
@@ -38,29 +35,7 @@ import type { ResolvedConfig } from "./config.ts";
 import type { DrainGroup } from "./drain-group.ts";
 import type { RuntimeEvents } from "./events.ts";
 import type { Lease } from "./lease.ts";
-
-/** Refusals of an abort that prove the claim is no longer ours (expired, taken or evicted). */
-const ABORT_REFUSED = ["no_transfer", "not_owner", "stale_token", "evicted"] as const;
-
-export type HandoffStatus =
-  "pending" | "draining" | "drained" | "transferring" | "prepared" | "committing" | "committed" | "aborted";
-
-/** One claim as the successor receives it. */
-export interface HandedOffClaim {
-  claim: string;
-  /** The old generation's token. */
-  previousToken: bigint;
-  /** The successor's token (previousToken + 1). */
-  token: bigint;
-  record: ClaimRecord;
-  /** Local clock: the server keeps the claim for the successor at least until then. */
-  deadlineMs: number;
-}
-
-export interface HandoffResult {
-  successor: string;
-  claims: HandedOffClaim[];
-}
+import type { DrainPoint, HandedOffClaim, HandoffResult, HandoffStatus, StepOptions } from "./handoff-types.ts";
 
 /** What a handoff needs from its session. */
 export interface HandoffHost {
@@ -76,18 +51,8 @@ export interface HandoffHost {
   handoffEnded(handoff: Handoff): void;
 }
 
-export interface StepOptions {
-  signal?: AbortSignal | undefined;
-}
-
-/**
- * When a handoff drains the old owner's work: `before-prepare` (the default: drain →
- * prepare → commit) or `before-commit` (prepare while work continues → drain → commit).
- * Either way nothing of the old owner is in flight when the commit is sent, and fencing
- * refuses its tokens after it; `before-commit` takes one round trip out of the time no one
- * writes.
- */
-export type DrainPoint = "before-prepare" | "before-commit";
+/** Refusals of an abort that prove the claim is no longer ours (expired, taken or evicted). */
+const ABORT_REFUSED = ["no_transfer", "not_owner", "stale_token", "evicted"] as const;
 
 interface Member {
   handle: ClaimSlot;

@@ -9,12 +9,6 @@ export { ClaimHandle } from "./claim-handle.ts";
 export type { ClaimAcquireOptions, ClaimWaitOptions } from "./claim-slot.ts";
 export { Lease } from "./lease.ts";
 export { DrainGroup } from "./drain-group.ts";
-export {
-  Handoff,
-  type DrainPoint,
-  type HandoffStatus,
-  type HandoffResult,
-  type HandedOffClaim,
-  type StepOptions,
-} from "./handoff.ts";
+export { Handoff } from "./handoff.ts";
+export type { DrainPoint, HandoffStatus, HandoffResult, HandedOffClaim, StepOptions } from "./handoff-types.ts";
 export type { LeaseEndReason, RuntimeEvent, RuntimeEventMap, RuntimeEventType, RuntimeListener } from "./events.ts";

@@ -32,7 +32,8 @@ import { ClaimSlot, type SessionContext } from "./claim-slot.ts";
 import { resolveConfig, type GenerationSessionConfig, type ResolvedConfig } from "./config.ts";
 import { DrainGroup } from "./drain-group.ts";
 import { RuntimeEvents, type RuntimeEvent, type RuntimeEventType, type RuntimeListener } from "./events.ts";
-import { Handoff, type DrainPoint, type HandoffHost, type HandoffResult, type StepOptions } from "./handoff.ts";
+import { Handoff, type HandoffHost } from "./handoff.ts";
+import type { DrainPoint, HandoffResult, StepOptions } from "./handoff-types.ts";
 import { operationId } from "./ids.ts";
 
 export interface CloseOptions {
