@@ -182,10 +182,26 @@ let keepalives = 0;
 /** @type {Record<string, number>} the most rows a listing page read, by query */
 const pageRows = {};
 
+/**
+ * Claims the listing phase touches before it lets the local runtime close them: workerd keeps
+ * every object it served open until it has been idle for some seconds, and a few thousand
+ * open SQLite objects at once exhaust its SQLite memory (SQLITE_NOMEM: every call then
+ * fails). Deployed, each object lives on its own; this is the local runtime's limit.
+ */
+const LISTING_WAVE = 2_000;
+/** How long a wave's objects are left idle, so that the runtime closes them. */
+const LISTING_WAVE_REST_MS = 15_000;
+
 await phase("listing", async () => {
   const names = Array.from({ length: listingEntries }, (_, i) => `old-${pad(i)}`);
-  await batches(names.map((claim) => ({ op: "acquire", claim, generationId: "g0", ttlMs })));
-  await batches(names.map((claim) => ({ op: "release", claim, generationId: "g0", token: "1" })));
+  for (let start = 0; start < names.length; start += LISTING_WAVE) {
+    const wave = names.slice(start, start + LISTING_WAVE);
+    const acquired = await batches(wave.map((claim) => ({ op: "acquire", claim, generationId: "g0", ttlMs })));
+    const released = await batches(wave.map((claim) => ({ op: "release", claim, generationId: "g0", token: "1" })));
+    const failed = [...acquired, ...released].filter((r) => r.status !== 200);
+    if (failed.length > 0) throw new Error(`listing: ${failed.length} ops failed, e.g. ${JSON.stringify(failed[0])}`);
+    if (start + LISTING_WAVE < names.length) await sleep(LISTING_WAVE_REST_MS);
+  }
 });
 
 /** @type {GenerationSession} */
@@ -296,7 +312,10 @@ await phase("handoff", async () => {
 });
 
 // Release everything, end every lease and wait, close every watcher; wait until the listing caught up.
-await batches(steadyNames.map((claim) => ({ op: "release", claim, generationId: "g2", token: tokens.get(claim) })));
+const releasedAll = await batches(
+  steadyNames.map((claim) => ({ op: "release", claim, generationId: "g2", token: tokens.get(claim) })),
+);
+if (releasedAll.some((r) => r.status !== 200)) throw new Error("releasing the handed-over claims failed");
 for (const h of holders) await call("DELETE", `${h.url}/leases/${h.leaseId}`);
 for (const ws of watchers) ws.close(1000);
 await releaseGrantedWaiters();
