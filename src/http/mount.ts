@@ -60,8 +60,13 @@ export function mount<R extends RouteSpec>(app: Hono<AppEnv>, route: R, handler:
       // A platform overload is a 503 `overloaded`, never a 500 (platform-errors.ts).
       answer = await callObject(mayRepeat(route, decoded.body), async () => handler(c, decoded));
     } catch (err) {
-      if (!(err instanceof ShiftlockError)) throw err;
-      answer = errorAnswer(err);
+      if (err instanceof ShiftlockError) answer = errorAnswer(err);
+      else {
+        // A bug or a platform failure (e.g. the local runtime out of SQLite memory): still one
+        // request line, so a 500 is seen where every other answer is.
+        console.error("route failed", route.operationId, err);
+        answer = errorAnswer(new ShiftlockError("internal"));
+      }
     }
     if (!(answer instanceof Response) && isLogged(route, answer.status)) {
       const where = addressed(route, input?.params ?? rawParams(c, params), input?.body);

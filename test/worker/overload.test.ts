@@ -136,6 +136,32 @@ describe("platform overload at the object binding", () => {
     await send(cleanup, "POST", `http://x/v1/ns/${ns}/claims/job/release`, { generationId: "g1", token: "1" });
   });
 
+  it("an object call failing otherwise is 500 internal, with its request line and the cause logged", async () => {
+    const ns = unique("ns");
+    const injection: Injection = {
+      names: new Set([objectName(ns, "claim", "job")]),
+      error: () => new Error("out of memory: SQLITE_NOMEM"),
+      failures: 1,
+      calls: 0,
+    };
+    const logged: string[] = [];
+    const errors: unknown[][] = [];
+    const [log, error] = [console.log, console.error];
+    console.log = (line: unknown) => void logged.push(String(line));
+    console.error = (...args: unknown[]) => void errors.push(args);
+    try {
+      const res = await send(injection, "GET", `http://x/v1/ns/${ns}/claims/job`);
+      expect(res.status).toBe(500);
+      expect(res.body).toMatchObject({ error: { code: "internal" } });
+    } finally {
+      console.log = log;
+      console.error = error;
+    }
+    const line = logged.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["name"] === "job");
+    expect(line).toMatchObject({ namespace: ns, operation: "getClaim", status: 500, outcome: "internal" });
+    expect(String(errors[0]?.at(-1))).toContain("SQLITE_NOMEM");
+  });
+
   it("coord: an overloaded scope is 503 overloaded; a publish is never repeated", async () => {
     const scope = uniqueScope();
     const name = objectName(scope.ns, "scope", scope.volumeId, scope.objectStoreId, "");
