@@ -263,19 +263,20 @@ let countKeepalives = false;
  */
 function keepAliveLoop() {
   let stopped = false;
-  const gapMs = ttlMs / 3 / Math.max(1, holders.length);
-  const done = (async () => {
-    for (let i = 0; !stopped && holders.length > 0; i++) {
-      const h = /** @type {{ url: string, leaseId: string }} */ (holders[i % holders.length]);
+  const periodMs = ttlMs / 3;
+  // One loop per holder, each starting at its own offset: a slow answer delays no other lease.
+  const loops = holders.map(async (h, i) => {
+    await sleep((periodMs * i) / Math.max(1, holders.length));
+    while (!stopped) {
       if (countKeepalives) keepalives++;
       const r = await call("POST", `${h.url}/leases/${h.leaseId}/keepalive`, { ttlMs });
-      if (r.status !== 200) throw new Error(`keepalive: ${r.status} ${JSON.stringify(r.body)}`);
-      await sleep(gapMs);
+      if (r.status !== 200) throw new Error(`keepalive ${h.url}: ${r.status} ${JSON.stringify(r.body)}`);
+      await sleep(periodMs);
     }
-  })();
+  });
   return () => {
     stopped = true;
-    return done;
+    return Promise.all(loops);
   };
 }
 const stopKeepalives = keepAliveLoop();
