@@ -178,6 +178,8 @@ let renewals = 0;
 let acquireRetries = 0;
 /** Batches sent again after a lost answer (502/503 from the local front). */
 let batchRetries = 0;
+/** Keepalives sent again after a lost answer. */
+let keepaliveRetries = 0;
 let keepalives = 0;
 /** @type {Record<string, number>} the most rows a listing page read, by query */
 const pageRows = {};
@@ -269,7 +271,14 @@ function keepAliveLoop() {
     await sleep((periodMs * i) / Math.max(1, holders.length));
     while (!stopped) {
       if (countKeepalives) keepalives++;
-      const r = await call("POST", `${h.url}/leases/${h.leaseId}/keepalive`, { ttlMs });
+      let r = await call("POST", `${h.url}/leases/${h.leaseId}/keepalive`, { ttlMs });
+      // A keepalive may be repeated (docs/protocol.md): a lost answer (502 from the local
+      // front when its connection to workerd is reset under load) is sent again, counted.
+      for (let attempt = 1; (r.status === 502 || r.status === 503) && attempt < 5; attempt++) {
+        keepaliveRetries++;
+        await sleep(250 * attempt);
+        r = await call("POST", `${h.url}/leases/${h.leaseId}/keepalive`, { ttlMs });
+      }
       if (r.status !== 200) throw new Error(`keepalive ${h.url}: ${r.status} ${JSON.stringify(r.body)}`);
       await sleep(periodMs);
     }
@@ -359,9 +368,9 @@ async function releaseGrantedWaiters() {
   }
 }
 
-if (acquireRetries + batchRetries > 0) {
+if (acquireRetries + batchRetries + keepaliveRetries > 0) {
   console.error(
-    `repeated after a lost answer: ${acquireRetries} acquires, ${batchRetries} batches (local front 502/503)`,
+    `repeated after a lost answer: ${acquireRetries} acquires, ${batchRetries} batches, ${keepaliveRetries} keepalives (local front 502/503)`,
   );
 }
 const byPhase = countByPhase(lines, phases);
