@@ -27,6 +27,7 @@
  * const a = await claims.acquireClaim({ claimName: "c", generationId: "a", ttlMs: 1_000 });
  * await clock.advance(1_001); // the claim expires; watchers get `expired`
  */
+import { inProcess } from "../in-process.ts";
 import { commandOf } from "../../core/claim-command.ts";
 import { emptyClaim, nextDeadlineMs } from "../../core/claim-machine.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
@@ -80,11 +81,6 @@ export interface MemoryClaimsBackendOptions {
 }
 
 /** Route paths below the claim, as operation fingerprints name them (`acquire`, `transfer/prepare`, …). */
-
-/** Run `fn` now; its result or throw becomes the promise (every call is synchronous inside). */
-function settle<T>(fn: () => T): Promise<T> {
-  return new Promise<T>((resolve) => resolve(fn()));
-}
 
 /** The test hook behind {@link forceSetToken} (set in the class's static block). */
 let seedToken: (backend: MemoryClaimsBackend, claimName: string, token: bigint) => void;
@@ -163,7 +159,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     req: AcquireRequest | RenewRequest | TransferRequest | CommitRequest | AbortRequest | ReleaseRequest,
     opts: CallOptions | undefined,
   ): Promise<ClaimRecord> {
-    return settle(() => {
+    return inProcess(undefined, () => {
       this.enter(opts);
       const { claimName: _claimName, ...body } = req;
       encodeBody(CLAIM_MUTATIONS[name], body);
@@ -198,7 +194,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   /** The eviction route's rules (docs/protocol.md#eviction) through the same machine as the object. */
   evictClaim(req: EvictRequest, opts?: CallOptions): Promise<ClaimRecord> {
-    return settle(() => {
+    return inProcess(undefined, () => {
       this.enter(opts);
       checkPathParams(evictClaim, { claim: req.claimName });
       encodeBody(evictClaim, { note: req.note });
@@ -212,7 +208,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   /** No tokens in process: the caller stands for an operator of its own backend. */
   whoami(opts?: CallOptions): Promise<Whoami> {
-    return settle(() => {
+    return inProcess(undefined, () => {
       this.enter(opts);
       return { name: "memory", role: "admin" };
     });
@@ -224,7 +220,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
    * answer or local refusal is its outcome.
    */
   batch(ops: readonly BatchOp[], opts?: CallOptions): Promise<BatchOutcome[]> {
-    return settle(() => {
+    return inProcess(undefined, () => {
       this.enter(opts);
       checkBatch(ops);
       return ops.map((op) =>
@@ -237,7 +233,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   }
 
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord> {
-    return settle(() => {
+    return inProcess(undefined, () => {
       this.enter(opts);
       checkPathParams(getClaim, { claim: claimName });
       const slot = this.claims.get(claimName);
@@ -302,7 +298,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   listClaims(filter: ListClaimsFilter = {}, opts: PageOptions = {}): AsyncIterable<ClaimRecord> {
     const filters = [filter.prefix, filter.phase, filter.owner];
     return followCursors((cursor) =>
-      settle(() => {
+      inProcess(undefined, () => {
         this.enter(opts);
         const nowMs = this.clock.nowMs();
         const items = [...this.claims.values()].flatMap((slot) => {
@@ -328,7 +324,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   listGenerations(filter: ListGenerationsFilter = {}, opts: PageOptions = {}): AsyncIterable<GenerationRecord> {
     return followCursors((cursor) =>
-      settle(() => {
+      inProcess(undefined, () => {
         this.enter(opts);
         const page = memoryPage({
           route: listGenerations,
@@ -364,7 +360,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     decide: () => GenerationDecision,
     opts: CallOptions | undefined,
   ): Promise<GenerationRecord> {
-    return settle(() => {
+    return inProcess(undefined, () => {
       this.enter(opts);
       const decision = decide();
       if (decision.ok && decision.changed) this.generations.set(decision.record.id, decision.record);

@@ -19,6 +19,7 @@
  * Does not: persist anything, or share state between instances (share one instance).
  */
 import { systemClock, type Clock } from "../../core/clock.ts";
+import { inProcess } from "../in-process.ts";
 import { planReplay } from "../../core/scope-replay.ts";
 import { eventToWire, type CoordEvent as WireCoordEvent, type ScopeId } from "../../protocol/coord.ts";
 import { RETAINED_EVENTS } from "../../protocol/watch.ts";
@@ -109,7 +110,7 @@ export class MemoryCoordinator implements Coordinator {
   }
 
   capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {
-    return run(opts, () => {
+    return inProcess(opts.signal, () => {
       const checked = checkScope(scope);
       const result = this.apply(this.entry(checked), { kind: "capability" });
       return { ...answer(scopeRoutes(checked).capability, result), backend: "in-memory" };
@@ -117,7 +118,7 @@ export class MemoryCoordinator implements Coordinator {
   }
 
   snapshot(scope: Scope, opts: CallOptions = {}): Promise<Snapshot> {
-    return run(opts, () => {
+    return inProcess(opts.signal, () => {
       const checked = checkScope(scope);
       if (checked.keyed) throw keyedUnsupported("snapshot");
       return answer(scopeRoutes(checked).snapshot, this.apply(this.entry(checked), { kind: "snapshot" }));
@@ -125,7 +126,7 @@ export class MemoryCoordinator implements Coordinator {
   }
 
   watch(scope: Scope, afterGeneration: bigint, opts: CallOptions = {}): Promise<CoordWatch> {
-    return run(opts, () => {
+    return inProcess(opts.signal, () => {
       const checked = checkScope(scope);
       if (checked.keyed) throw keyedUnsupported("watch");
       const entry = this.entry(checked);
@@ -142,7 +143,7 @@ export class MemoryCoordinator implements Coordinator {
   }
 
   tryAcquireWriteLease(scope: Scope, opts: AcquireOptions = {}): Promise<TryAcquireResult> {
-    return run(opts, () => {
+    return inProcess(opts.signal, () => {
       const checked = checkScope(scope, "required");
       const ttlMs = checkAcquireOptions(checked, opts.ttlMs, undefined);
       const entry = this.entry(checked);
@@ -196,7 +197,7 @@ export class MemoryCoordinator implements Coordinator {
 
   /** The eviction route's rules (docs/protocol.md#eviction), decided by the scope machine. */
   evict(scope: Scope, opts: EvictOptions = {}): Promise<Snapshot> {
-    return run(opts, () => {
+    return inProcess(opts.signal, () => {
       const checked = checkScope(scope);
       const route = scopeRoutes(checked).evict;
       encodeBody(route, { note: opts.note });
@@ -333,13 +334,15 @@ export class MemoryCoordinator implements Coordinator {
     const leaseId = grant.leaseId;
     const driver: LeaseDriver = {
       keepalive: (keepaliveTtlMs) =>
-        attempt(() => {
+        inProcess(undefined, () => {
           encodeBody(routes.keepalive, { ttlMs: keepaliveTtlMs });
           return answer(routes.keepalive, this.apply(entry, { kind: "keepalive", leaseId, ttlMs: keepaliveTtlMs }));
         }),
-      refresh: () => attempt(() => answer(routes.refresh, this.apply(entry, { kind: "refresh", leaseId }))),
-      publish: (req) => attempt(() => answer(routes.publish, this.publish(entry, leaseId, req))),
-      release: () => attempt(() => answer(routes.release, this.apply(entry, { kind: "release", leaseId }))),
+      refresh: () =>
+        inProcess(undefined, () => answer(routes.refresh, this.apply(entry, { kind: "refresh", leaseId }))),
+      publish: (req) => inProcess(undefined, () => answer(routes.publish, this.publish(entry, leaseId, req))),
+      release: () =>
+        inProcess(undefined, () => answer(routes.release, this.apply(entry, { kind: "release", leaseId }))),
     };
     return new HeldWriteLease({
       namespace: this.namespace,
@@ -392,14 +395,4 @@ const WATCH_MESSAGES = SCOPE_ROUTE_FAMILIES.store.watch.websocket.server;
 
 function cloneJson(value: unknown): unknown {
   return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
-}
-
-/** Run a synchronous body as a promise, honouring an already-aborted signal first. */
-async function run<T>(opts: CallOptions, body: () => T): Promise<T> {
-  opts.signal?.throwIfAborted();
-  return Promise.resolve(body());
-}
-
-async function attempt<T>(body: () => T): Promise<T> {
-  return Promise.resolve(body());
 }

@@ -8,6 +8,7 @@
  *
  * Does not: validate the scope (there is nothing to coordinate).
  */
+import { inProcess } from "../in-process.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import type { ScopeSummary } from "../../protocol/listing.ts";
 import type {
@@ -46,7 +47,7 @@ export class UnsupportedCoordinator implements Coordinator {
   }
 
   capability(scope: Scope, opts: CallOptions = {}): Promise<Capability> {
-    return settle(opts, () => ({
+    return inProcess(opts.signal, () => ({
       supported: false,
       backend: this.backend,
       volumeId: scope.volumeId,
@@ -64,31 +65,26 @@ export class UnsupportedCoordinator implements Coordinator {
   }
 
   snapshot(_scope: Scope, opts: CallOptions = {}): Promise<Snapshot> {
-    return settle(opts, unsupported);
+    return inProcess(opts.signal, unsupported);
   }
 
   watch(_scope: Scope, _afterGeneration: bigint, opts: CallOptions = {}): Promise<CoordWatch> {
-    return settle(opts, unsupported);
+    return inProcess(opts.signal, unsupported);
   }
 
   tryAcquireWriteLease(_scope: Scope, opts: AcquireOptions = {}): Promise<TryAcquireResult> {
-    return settle(opts, unsupported);
+    return inProcess(opts.signal, unsupported);
   }
 
   waitAcquireWriteLease(_scope: Scope, opts: WaitAcquireOptions = {}): Promise<WriteLease> {
-    return settle(opts, unsupported);
+    return inProcess(opts.signal, unsupported);
   }
 
   evict(_scope: Scope, opts: EvictOptions = {}): Promise<Snapshot> {
-    return settle(opts, unsupported);
+    return inProcess(opts.signal, unsupported);
   }
 }
 
 function unsupported(): never {
   throw new ShiftlockError("unsupported", UNSUPPORTED_MESSAGE);
-}
-
-async function settle<T>(opts: CallOptions, body: () => T): Promise<T> {
-  opts.signal?.throwIfAborted();
-  return Promise.resolve(body());
 }
