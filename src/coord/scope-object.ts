@@ -22,14 +22,8 @@
  */
 import { type ScopeId, type PublishBody, isKeyedScope } from "../protocol/coord.ts";
 import { parseCounter } from "../protocol/counter.ts";
-import {
-  type ScopeCommand,
-  type ScopeState,
-  type ScopeStep,
-  decideScope,
-  leaseHeldDetails,
-  nextDeadlineMs,
-} from "../core/scope-machine.ts";
+import { type ScopeCommand, type ScopeStep, decideScope } from "../core/scope-machine.ts";
+import { type ScopeState, leaseHeldDetails, nextDeadlineMs } from "../core/scope-state.ts";
 import { leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";

@@ -15,7 +15,7 @@
  */
 import { type CoordEvent, watchAckSchema } from "../protocol/coord.ts";
 import { formatCounter } from "../protocol/counter.ts";
-import type { ScopeState } from "../core/scope-machine.ts";
+import type { ScopeState } from "../core/scope-state.ts";
 import { Subscribers, type SubscriberAttachment } from "../durable/fan-out.ts";
 import { eventText, type ScopeStore } from "./store.ts";
 

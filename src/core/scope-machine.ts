@@ -8,7 +8,7 @@
  * - `state` ({@link ScopeState}): the scope's identity, the last granted `epoch`, the durable
  *   `generation`, `root` (JSON, `null` = none) and `lastKeyPrefix` (base64, `""` = none),
  *   the `holder` lease or `null`, and the FIFO `waiters` queue. Start from
- *   {@link emptyScopeState}.
+ *   `emptyScopeState` (scope-state.ts).
  * - `command` ({@link ScopeCommand}): `acquire` (try when `waitMs` is 0, else enqueue),
  *   `cancelWait`, `keepalive`, `refresh`, `publish`, `release`, `evict` (an operator),
  *   `expire` (the alarm),
@@ -21,7 +21,7 @@
  *   waiters that received the lease in this step: resolve their pending requests), `timedOut`
  *   (waiter ids whose `waitMs` passed: answer them `lease_held`) and `published` (the publish
  *   event, for the watch history).
- * - {@link nextDeadlineMs}: when the alarm must run (earliest lease expiry or waiter deadline).
+ * - `nextDeadlineMs` (scope-state.ts): when the alarm must run (earliest lease expiry or waiter deadline).
  *
  * Guarantees:
  * - No I/O and no clock: the Durable Object and the client's in-memory coordinator share it.
@@ -47,9 +47,7 @@ import {
 } from "../protocol/coord.ts";
 import type { ErrorCode, ErrorDetails } from "../protocol/errors.ts";
 import {
-  emptyScopeState,
   leaseHeldDetails,
-  nextDeadlineMs,
   publicLease,
   scopeCapability,
   scopeSnapshot,
@@ -57,18 +55,6 @@ import {
   type ScopeState,
   type Waiter,
 } from "./scope-state.ts";
-
-export {
-  emptyScopeState,
-  leaseHeldDetails,
-  nextDeadlineMs,
-  publicLease,
-  scopeCapability,
-  scopeSnapshot,
-  type HeldLease,
-  type ScopeState,
-  type Waiter,
-};
 
 export type ScopeCommand =
   | {

@@ -9,7 +9,7 @@
  * Does not: keep or trim the history (each store does, with its own retention bound).
  */
 import type { CoordEvent } from "../protocol/coord.ts";
-import type { ScopeState } from "./scope-machine.ts";
+import type { ScopeState } from "./scope-state.ts";
 
 /** What a publish kept for replay must tell about itself. */
 export interface RetainedPublish {

@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  type ScopeCommand,
-  type ScopeState,
-  type ScopeStep,
-  decideScope,
-  emptyScopeState,
-  nextDeadlineMs,
-} from "../../src/core/scope-machine.ts";
+import { type ScopeCommand, type ScopeStep, decideScope } from "../../src/core/scope-machine.ts";
+import { type ScopeState, emptyScopeState, nextDeadlineMs } from "../../src/core/scope-state.ts";
 import { U64_LIMIT } from "../../src/protocol/counter.ts";
 
 const STORE = { volumeId: "vol", objectStoreId: "objects", key: "" };

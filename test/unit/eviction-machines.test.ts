@@ -2,7 +2,8 @@
 // machine's `evict` command and its `evicted` refusal, and the scope machine's `evict`.
 import { describe, expect, it } from "vitest";
 import { decideClaim, isEvictedToken } from "../../src/core/claim-machine.ts";
-import { decideScope, emptyScopeState, type ScopeCommand, type ScopeState } from "../../src/core/scope-machine.ts";
+import { decideScope, type ScopeCommand } from "../../src/core/scope-machine.ts";
+import { emptyScopeState, type ScopeState } from "../../src/core/scope-state.ts";
 import { LATE, NAME, NOW, T0, owned, renew, reserved, unowned } from "./claims-machine-cases.ts";
 
 describe("claim machine: evict", () => {

@@ -29,15 +29,8 @@ import { SCOPE_ROUTE_FAMILIES } from "../../protocol/scope-routes.ts";
 import { scopeResultToResponse } from "../../core/scope-response.ts";
 import type { WireResponse } from "../../protocol/wire-response.ts";
 import { decodeAnswer, encodeBody } from "../transport/route-codec.ts";
-import {
-  decideScope,
-  emptyScopeState,
-  leaseHeldDetails,
-  nextDeadlineMs,
-  type ScopeCommand,
-  type ScopeResult,
-  type ScopeState,
-} from "../../core/scope-machine.ts";
+import { decideScope, type ScopeCommand, type ScopeResult } from "../../core/scope-machine.ts";
+import { emptyScopeState, leaseHeldDetails, nextDeadlineMs, type ScopeState } from "../../core/scope-state.ts";
 import {
   checkAcquireOptions,
   checkScope,

@@ -25,6 +25,7 @@
  * or watch generations and scopes (no watch exists for a generation; scope rows are
  * refreshed on demand and after an eviction).
  */
+import { systemClock } from "../../core/clock.ts";
 import { HttpClaimsBackend } from "../../client/claims/http-claims-backend.ts";
 import { HttpCoordinator } from "../../client/coord/coord-http.ts";
 import { HttpTransport } from "../../client/transport/http-transport.ts";
@@ -39,7 +40,7 @@ import { evictButton, evictDialog, scopeLabel } from "./evict.ts";
 const PAGE_SIZE = 100;
 
 /** The page's one clock: countdowns are computed from it (expiry itself is the server's). */
-const nowMs = (): number => Date.now();
+const nowMs = (): number => systemClock.nowMs();
 
 interface Session {
   ns: string;
