@@ -51,11 +51,16 @@ export const OUTBOX_DELIVERED_MIGRATION = `ALTER TABLE index_outbox ADD COLUMN d
 
 /**
  * How long a kicked delivery waits for more commits to coalesce with: a transfer's prepare
- * and commit, or a burst on one object, cost one delivery. The lag grows by at most this.
+ * and commit (one client round trip apart, up to ≈ 500 ms), or a burst on one object, cost
+ * one delivery, and no delivery lands among the commits of a batch hand-over. The lag grows
+ * by at most this: with the shard's 500 ms it stays inside the listing's 2 s.
  */
-export const COALESCE_MS = 200;
+export const COALESCE_MS = 600;
 
-/** After a staged change, when the alarm makes sure it left (the listing's lag bound is 2 s). */
+/**
+ * After a staged change, when the alarm makes sure it left (the listing's lag bound is 2 s).
+ * Later than {@link COALESCE_MS}, so the alarm never pre-empts the coalesced delivery.
+ */
 export const DELIVERY_CHECK_MS = 1_000;
 
 /** First retry delay after a failed delivery. */
