@@ -1,22 +1,30 @@
 #!/usr/bin/env node
 /**
  * `npm run bench:cost`: what one operation costs in the units Cloudflare bills — Worker
- * requests, Durable Object requests, SQLite rows read and written, alarms fired, WebSocket
- * frames, listing deliveries — counted from the server's per-object meter
- * (`npm start --object-meter on`, src/durable/object-meter.ts), never sampled, for each
- * claims, coord and generation operation, beside the floor (bench/floor/worker.js, whose
- * rows its own SQLite cursors report), and priced per million operations with the list
- * prices of bench/scale-model.mjs.
+ * requests, Durable Object requests, SQLite rows read and written, alarms written and fired,
+ * WebSocket frames, listing deliveries, and workerd's CPU — for each claims, coord and
+ * generation operation, beside the floor (bench/floor/worker.js, whose rows its own SQLite
+ * cursors report), priced per million operations with the list prices of
+ * bench/scale-model.mjs.
  *
- *   node bench/cost.mjs [--ops=N] [--write-doc]
+ *   node bench/cost.mjs [--ops=N] [--cpu-ops=N] [--write-doc]
+ *   TMPDIR=/dev/shm node bench/cost.mjs …   (state on tmpfs: the CPU without the disk's)
  *
- * Each operation runs `--ops` times (default 20), one after the other, each on its own
- * claim, scope or generation; between operations the run waits until no object has written
- * a meter line for 2.5 s, so deliveries and forwards an operation caused are counted with
- * it. Counts are divided by the number of operations.
- * Does not: measure CPU or duration (a profile does: docs/performance.md), count alarms
- * written (only those fired), or include storage. `--write-doc` rewrites the `cost` section
- * of docs/performance.md. Not part of `npm test`.
+ * Two runs of the same operations (one list, {@link operations}), on two servers:
+ * - Counts: the serving half of `npm start` with `--object-meter on`
+ *   (src/durable/object-meter.ts), never sampled. Each operation runs `--ops` times (default
+ *   20), one after the other, each on its own claim, scope or generation; between operations
+ *   the run waits until no object has written a meter line for 2.5 s, so the deliveries and
+ *   forwards an operation caused are counted with it. Counts are divided by the operations.
+ * - CPU: the same startLocalServer() reached on workerd's own socket (bench/direct-server.ts:
+ *   no meter, no Node front, no Miniflare entry Worker — the path the floor is reached by),
+ *   each operation `--cpu-ops` times (default 200): workerd's CPU time (its threads'
+ *   schedstat, nanoseconds) from the first call until 2.5 s after the last (the listing's
+ *   deliveries and forwards included), less what workerd uses idle over as long (measured
+ *   just before), divided by the operations. The floor's workerd likewise.
+ * Does not: include storage or duration billing, or make a CPU figure taken on a loaded
+ * machine honest (the load average is printed). `--write-doc` rewrites the `cost` section of
+ * docs/performance.md. Not part of `npm test`.
  */
 import { parseOptions } from "../src/cli/options.mjs";
 import { parseInteger } from "../src/cli/options.mjs";
@@ -24,18 +32,143 @@ import { hardLimit, stopAll } from "./cleanup.mjs";
 import { startFloor } from "./floor/serve.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
 import { commitInfo, describeMachine, load1m, machineInfo, markdownTable } from "./report.mjs";
-import { countByPhase, parseMeterLine, PRICES } from "./scale-model.mjs";
-import { startServer } from "./server.mjs";
+import { countByPhase, OBJECT_GB, parseMeterLine, PRICES } from "./scale-model.mjs";
+import { childPids, groupPids, processCpuNs, startServer } from "./server.mjs";
 import { round } from "./stats.mjs";
 import { readFileSync, writeFileSync } from "node:fs";
 
 const { values } = parseOptions(process.argv.slice(2), {
   ops: { type: "string" },
+  "cpu-ops": { type: "string" },
   "write-doc": { type: "boolean" },
 });
 const N = parseInteger("--ops", values.ops, { min: 1, max: 1_000 }) ?? 20;
-hardLimit("bench:cost", 15 * 60_000);
+const CPU_N = parseInteger("--cpu-ops", values["cpu-ops"], { min: 1, max: 5_000 }) ?? 200;
+/** What an operation may still cause after its answer: a coalesced delivery, a shard's forward. */
+const SETTLE_MS = 2_500;
+hardLimit("bench:cost", 20 * 60_000);
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+const enc = encodeURIComponent;
 
+/**
+ * The measured operations, in order, against one server: `run(i)` acts on the i-th claim,
+ * scope or generation; later operations use what earlier ones left (tokens, leases).
+ * @param {import("./http.mjs").BenchClient} http
+ * @param {string} base `${url}/v1/ns/${ns}`
+ * @returns {{ name: string, run: (i: number) => Promise<void> }[]}
+ */
+function operations(http, base) {
+  const claim = (/** @type {number} */ i) => `${base}/claims/c-${i}`;
+  /** @type {string[]} */
+  const tokens = [];
+  const acquire = async (/** @type {number} */ i) => {
+    const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: 60_000 });
+    tokens[i] = expectStatus(r, 200, "acquire").claim.fencingToken;
+  };
+  const release = async (/** @type {number} */ i) => {
+    const body = { generationId: "g", token: tokens[i] };
+    expectStatus(await http.call("POST", `${claim(i)}/release`, body), 200, "release");
+  };
+  const scope = (/** @type {number} */ i) => `${base}/volumes/v/stores/s-${i}/leases`;
+  /** @type {string[]} */
+  const leases = [];
+  return [
+    { name: "claims acquire, new claim", run: acquire },
+    {
+      name: "claims renew",
+      run: async (i) => {
+        const body = { generationId: "g", token: tokens[i], ttlMs: 60_000 };
+        expectStatus(await http.call("POST", `${claim(i)}/renew`, body), 200, "renew");
+      },
+    },
+    { name: "claims get", run: async (i) => void expectStatus(await http.call("GET", claim(i)), 200, "get") },
+    { name: "claims release", run: release },
+    // The same two on objects that exist (their first acquire created their tables above).
+    { name: "claims acquire, existing claim", run: acquire },
+    { name: "claims release, again", run: release },
+    {
+      name: "coord lease acquire",
+      run: async (i) => {
+        const r = await http.call("POST", scope(i), { participantId: "p", ttlMs: 60_000 });
+        leases[i] = `${scope(i)}/${enc(expectStatus(r, 201, "lease").lease.leaseId)}`;
+      },
+    },
+    {
+      name: "coord publish",
+      run: async (i) => {
+        expectStatus(await http.call("POST", `${leases[i]}/publish`, { root: { i } }), 200, "publish");
+      },
+    },
+    {
+      name: "coord lease release",
+      run: async (i) => {
+        expectStatus(await http.call("DELETE", /** @type {string} */ (leases[i])), 204, "lease release");
+      },
+    },
+    {
+      name: "generation register",
+      run: async (i) => {
+        const body = { id: `gen-${i}`, service: "cost", instanceId: `i-${i}` };
+        expectStatus(await http.call("POST", `${base}/generations`, body), 200, "register");
+      },
+    },
+    {
+      name: "generation update",
+      run: async (i) => {
+        const r = await http.call("PATCH", `${base}/generations/gen-${i}`, { state: "standby" });
+        expectStatus(r, 200, "update");
+      },
+    },
+  ];
+}
+
+/**
+ * The floor's operations on lock `l-<i>`, mirroring the claims': an acquire that creates the
+ * lock's object, its release, an acquire of an existing lock, its release. Each adds the rows
+ * its answer reports to `rows` by name.
+ * @param {import("./http.mjs").BenchClient} plain
+ * @param {string} url
+ * @param {Record<string, { rowsRead: number, rowsWritten: number }>} rows
+ */
+function floorOperations(plain, url, rows) {
+  /** @param {string} name @param {"acquire" | "release"} step */
+  const op = (name, step) => ({
+    name,
+    run: async (/** @type {number} */ i) => {
+      const body = step === "acquire" ? { owner: "o", ttlMs: 60_000 } : { owner: "o", token: 1 };
+      const r = await plain.call("POST", `${url}/locks/l-${i}/${step}`, body);
+      expectStatus(r, 200, name);
+      const reported = /** @type {{ rows: { read: number, written: number } }} */ (r.body).rows;
+      const t = (rows[name] ??= { rowsRead: 0, rowsWritten: 0 });
+      t.rowsRead += reported.read;
+      t.rowsWritten += reported.written;
+    },
+  });
+  return [
+    op(FLOOR.acquireNew, "acquire"),
+    op(FLOOR.release, "release"),
+    op(FLOOR.acquire, "acquire"),
+    op(FLOOR.releaseAgain, "release"),
+  ];
+}
+
+/** The floor's rows, by the name its table row and CPU figure carry. */
+const FLOOR = {
+  acquireNew: "floor acquire, new lock",
+  release: "floor release",
+  acquire: "floor acquire, existing lock",
+  releaseAgain: "floor release, again",
+};
+
+/** Which floor operation each of ours is compared with: its twin, else one write to an existing lock. */
+const FLOOR_TWIN = /** @type {Record<string, string>} */ ({
+  "claims acquire, new claim": FLOOR.acquireNew,
+  "claims release": FLOOR.release,
+  "claims acquire, existing claim": FLOOR.acquire,
+  "claims release, again": FLOOR.releaseAgain,
+});
+
+// Counts: the metered server.
 /** @type {import("./scale-model.mjs").MeterLine[]} */
 const lines = [];
 const server = await startServer("npm-start", {
@@ -46,15 +179,11 @@ const server = await startServer("npm-start", {
   },
 });
 const floor = await startFloor();
-const http = await makeClient("dev-token");
+const metered = await makeClient("dev-token");
 const plain = await makeClient();
-const enc = encodeURIComponent;
-const ns = `cost-${crypto.randomUUID().slice(0, 8)}`;
-const base = `${server.url}/v1/ns/${ns}`;
-const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Until no meter line for `forMs`. */
-async function quiet(forMs = 2_500) {
+async function quiet(forMs = SETTLE_MS) {
   let seen = lines.length;
   let since = Date.now();
   for (const until = Date.now() + 60_000; Date.now() < until;) {
@@ -66,74 +195,57 @@ async function quiet(forMs = 2_500) {
 
 /** @type {import("./scale-model.mjs").Phase[]} */
 const phases = [];
-/** @type {Record<string, { rowsRead: number, rowsWritten: number }>} the floor's own row counts */
-const floorRows = {};
-/** @param {string} name @param {(i: number) => Promise<void>} op */
-async function phase(name, op) {
+for (const op of operations(metered, `${server.url}/v1/ns/cost-${crypto.randomUUID().slice(0, 8)}`)) {
   await quiet();
   const startMs = Date.now();
-  for (let i = 0; i < N; i++) await op(i);
+  for (let i = 0; i < N; i++) await op.run(i);
   await quiet();
-  phases.push({ name, startMs, endMs: Date.now() });
-  process.stderr.write(`${name}: done\n`);
+  phases.push({ name: op.name, startMs, endMs: Date.now() });
+  process.stderr.write(`${op.name}: counted\n`);
 }
+/** @type {Record<string, { rowsRead: number, rowsWritten: number }>} the floor's own row counts */
+const floorRows = {};
+for (const op of floorOperations(plain, floor.url, floorRows)) for (let i = 0; i < N; i++) await op.run(i);
+await metered.close();
+await server.stop();
 
-const claim = (/** @type {number} */ i) => `${base}/claims/c-${i}`;
-/** @type {string[]} */
-const tokens = [];
-await phase("claims acquire, new claim", async (i) => {
-  const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: 60_000 });
-  tokens[i] = expectStatus(r, 200, "acquire").claim.fencingToken;
-});
-await phase("claims renew", async (i) => {
-  const body = { generationId: "g", token: tokens[i], ttlMs: 60_000 };
-  expectStatus(await http.call("POST", `${claim(i)}/renew`, body), 200, "renew");
-});
-await phase("claims get", async (i) => {
-  expectStatus(await http.call("GET", claim(i)), 200, "get");
-});
-await phase("claims release", async (i) => {
-  expectStatus(await http.call("POST", `${claim(i)}/release`, { generationId: "g", token: tokens[i] }), 200, "release");
-});
-// The same two on objects that exist (their first acquire created their tables above).
-await phase("claims acquire, existing claim", async (i) => {
-  const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: 60_000 });
-  tokens[i] = expectStatus(r, 200, "acquire").claim.fencingToken;
-});
-await phase("claims release, again", async (i) => {
-  expectStatus(await http.call("POST", `${claim(i)}/release`, { generationId: "g", token: tokens[i] }), 200, "release");
-});
-const scope = (/** @type {number} */ i) => `${base}/volumes/v/stores/s-${i}/leases`;
-/** @type {string[]} */
-const leases = [];
-await phase("coord lease acquire", async (i) => {
-  const r = await http.call("POST", scope(i), { participantId: "p", ttlMs: 60_000 });
-  leases[i] = `${scope(i)}/${enc(expectStatus(r, 201, "lease").lease.leaseId)}`;
-});
-await phase("coord publish", async (i) => {
-  expectStatus(await http.call("POST", `${leases[i]}/publish`, { root: { i } }), 200, "publish");
-});
-await phase("coord lease release", async (i) => {
-  expectStatus(await http.call("DELETE", /** @type {string} */ (leases[i])), 204, "lease release");
-});
-await phase("generation register", async (i) => {
-  const body = { id: `gen-${i}`, service: "cost", instanceId: `i-${i}` };
-  expectStatus(await http.call("POST", `${base}/generations`, body), 200, "register");
-});
-await phase("generation update", async (i) => {
-  expectStatus(await http.call("PATCH", `${base}/generations/gen-${i}`, { state: "standby" }), 200, "update");
-});
-for (const step of ["acquire", "release"]) {
-  floorRows[step] = { rowsRead: 0, rowsWritten: 0 };
-  for (let i = 0; i < N; i++) {
-    const body = step === "acquire" ? { owner: "o", ttlMs: 60_000 } : { owner: "o", token: 1 };
-    const r = await plain.call("POST", `${floor.url}/locks/l-${i}/${step}`, body);
-    expectStatus(r, 200, `floor ${step}`);
-    const rows = /** @type {{ rows: { read: number, written: number } }} */ (r.body).rows;
-    const t = /** @type {{ rowsRead: number, rowsWritten: number }} */ (floorRows[step]);
-    t.rowsRead += rows.read;
-    t.rowsWritten += rows.written;
-  }
+// CPU: workerd's own socket, no meter; the floor's workerd is this process's child.
+const direct = await startServer("direct");
+const http = await makeClient("dev-token");
+const [serverWorkerd] = groupPids(direct.pgid, "workerd");
+const [floorWorkerd] = childPids("workerd");
+if (serverWorkerd === undefined || floorWorkerd === undefined) throw new Error("no workerd process found in /proc");
+
+/**
+ * workerd's CPU per operation, µs: from the first call until {@link SETTLE_MS} after the
+ * last, less what the process uses idle over as long.
+ * @param {number} pid
+ * @param {(i: number) => Promise<void>} run
+ */
+async function cpuUsPerOp(pid, run) {
+  await sleep(SETTLE_MS);
+  const idleStart = { ms: performance.now(), ns: processCpuNs(pid) };
+  await sleep(SETTLE_MS);
+  const idleNsPerMs = (processCpuNs(pid) - idleStart.ns) / (performance.now() - idleStart.ms);
+  const start = { ms: performance.now(), ns: processCpuNs(pid) };
+  for (let i = 0; i < CPU_N; i++) await run(i);
+  await sleep(SETTLE_MS);
+  const usedNs = processCpuNs(pid) - start.ns - idleNsPerMs * (performance.now() - start.ms);
+  return Math.max(0, Math.round(usedNs / 1_000 / CPU_N));
+}
+/** @type {Map<string, number>} operation → workerd µs */
+const cpuUs = new Map();
+const cpuNs = `cpu-${crypto.randomUUID().slice(0, 8)}`;
+// Warm-up (code compiled, connections open) on other names, then the measured runs.
+for (const op of operations(http, `${direct.url}/v1/ns/warm-${cpuNs}`)) for (let i = 0; i < 20; i++) await op.run(i);
+for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
+  cpuUs.set(op.name, await cpuUsPerOp(serverWorkerd, op.run));
+  process.stderr.write(`${op.name}: ${cpuUs.get(op.name)} µs of workerd CPU\n`);
+}
+for (const op of floorOperations(plain, floor.url, {})) for (let i = 0; i < 20; i++) await op.run(10_000 + i);
+for (const op of floorOperations(plain, floor.url, {})) {
+  cpuUs.set(op.name, await cpuUsPerOp(floorWorkerd, (i) => op.run(20_000 + i)));
+  process.stderr.write(`${op.name}: ${cpuUs.get(op.name)} µs of workerd CPU\n`);
 }
 const load = load1m();
 await http.close();
@@ -141,39 +253,57 @@ await plain.close();
 await stopAll();
 
 /**
- * List price per million operations (Worker request + object requests + rows; CPU and
- * duration not included).
- * @param {{ objectRequests: number, rowsRead: number, rowsWritten: number }} c per operation
+ * List price per million operations: the Worker request, object requests, rows (an alarm
+ * write priced as one row written), workerd's CPU as Worker CPU time, and the objects'
+ * active duration at 128 MB. Storage not included.
+ * @param {{ objectRequests: number, rowsRead: number, rowsWritten: number, alarmsSet: number, cpuUs: number, busyMs: number }} c per operation
  */
 const usdPerM = (c) =>
   round(
     PRICES.workerRequestsPerM +
       c.objectRequests * PRICES.objectRequestsPerM +
       c.rowsRead * PRICES.rowsReadPerM +
-      c.rowsWritten * PRICES.rowsWrittenPerM,
+      (c.rowsWritten + c.alarmsSet) * PRICES.rowsWrittenPerM +
+      (c.cpuUs / 1_000) * PRICES.workerCpuPerMCpuMs +
+      (c.busyMs / 1_000) * OBJECT_GB * PRICES.durationPerMGbS,
     3,
   );
+const floorCpu = (/** @type {string} */ name) => cpuUs.get(FLOOR_TWIN[name] ?? FLOOR.acquire) ?? NaN;
 const counted = countByPhase(lines, phases);
 const rows = phases.map((p) => {
   const objects = [...(counted.get(p.name)?.values() ?? [])];
-  const sum = (/** @type {"requests" | "alarms" | "rowsRead" | "rowsWritten" | "frames" | "deliveries"} */ k) =>
-    round(objects.reduce((a, c) => a + c[k], 0) / N, 2);
-  const c = { objectRequests: sum("requests"), rowsRead: sum("rowsRead"), rowsWritten: sum("rowsWritten") };
+  const sum = (
+    /** @type {"requests" | "alarms" | "alarmsSet" | "rowsRead" | "rowsWritten" | "frames" | "deliveries" | "busyMs"} */ k,
+  ) => round(objects.reduce((a, c) => a + c[k], 0) / N, 2);
+  const cpu = cpuUs.get(p.name) ?? NaN;
+  const c = {
+    objectRequests: sum("requests"),
+    rowsRead: sum("rowsRead"),
+    rowsWritten: sum("rowsWritten"),
+    alarmsSet: sum("alarmsSet"),
+    cpuUs: cpu,
+    busyMs: sum("busyMs"),
+  };
   return [
     p.name,
     1,
     c.objectRequests,
     c.rowsRead,
     c.rowsWritten,
+    c.alarmsSet,
     sum("alarms"),
     sum("frames"),
     sum("deliveries"),
+    cpu,
+    `${round(cpu / floorCpu(p.name), 2)}×`,
     usdPerM(c),
   ];
 });
-for (const [step, t] of Object.entries(floorRows)) {
+for (const [name, t] of Object.entries(floorRows)) {
+  const cpu = cpuUs.get(name) ?? NaN;
   const c = { objectRequests: 1, rowsRead: round(t.rowsRead / N, 2), rowsWritten: round(t.rowsWritten / N, 2) };
-  rows.push([`floor ${step}`, 1, 1, c.rowsRead, c.rowsWritten, 0, 0, 0, usdPerM(c)]);
+  const price = usdPerM({ ...c, alarmsSet: 0, cpuUs: cpu, busyMs: 0 });
+  rows.push([name, 1, 1, c.rowsRead, c.rowsWritten, 0, 0, 0, 0, cpu, "1×", price]);
 }
 const table = markdownTable(
   [
@@ -182,18 +312,21 @@ const table = markdownTable(
     "object requests",
     "rows read",
     "rows written",
+    "alarms written",
     "alarms fired",
     "frames",
     "index deliveries",
+    "workerd CPU µs",
+    "CPU ÷ floor",
     "USD per million ops",
   ],
   rows,
-  "lrrrrrrrr",
+  "lrrrrrrrrrrr",
 );
 const command = `npm run bench:cost -- ${process.argv.slice(2).join(" ")}`.replace(/ -- $/, "");
 const machine = machineInfo();
 const section = [
-  `Command: \`${command}\` at commit ${commitInfo()} (${new Date().toISOString()}); ${N} operations each; machine: ${describeMachine(machine)}; load at the end ${load}. Counts do not depend on load.`,
+  `Command: \`${command}\` at commit ${commitInfo()} (${new Date().toISOString()}); ${N} operations each for the counts, ${CPU_N} for the CPU; machine: ${describeMachine(machine)}; load at the end ${load}. Counts do not depend on load; CPU does.`,
   "",
   table,
 ].join("\n");

@@ -25,10 +25,11 @@ export const SECONDS_PER_MONTH = 30 * 24 * 3600;
 
 /**
  * @typedef {{ obj: string, op: string, startMs: number, durMs: number, rowsRead: number,
- *   rowsWritten: number, frames: number, deliveries: number }} MeterLine
+ *   rowsWritten: number, frames: number, deliveries: number, alarmsSet?: number }} MeterLine
  * @typedef {{ name: string, startMs: number, endMs: number }} Phase
  * @typedef {{ requests: number, alarms: number, rowsRead: number, rowsWritten: number,
- *   frames: number, deliveries: number, busyMs: number, intervals: [number, number][] }} ObjectCounts
+ *   frames: number, deliveries: number, alarmsSet: number, busyMs: number,
+ *   intervals: [number, number][] }} ObjectCounts
  */
 
 /** The kind of an object from its name (`["ns", kind, …]`). */
@@ -81,7 +82,17 @@ export function countByPhase(lines, phases) {
     const objects = /** @type {Map<string, ObjectCounts>} */ (out.get(phase.name));
     let c = objects.get(line.obj);
     if (c === undefined) {
-      c = { requests: 0, alarms: 0, rowsRead: 0, rowsWritten: 0, frames: 0, deliveries: 0, busyMs: 0, intervals: [] };
+      c = {
+        requests: 0,
+        alarms: 0,
+        rowsRead: 0,
+        rowsWritten: 0,
+        frames: 0,
+        deliveries: 0,
+        alarmsSet: 0,
+        busyMs: 0,
+        intervals: [],
+      };
       objects.set(line.obj, c);
     }
     if (line.op === "alarm") c.alarms++;
@@ -90,6 +101,7 @@ export function countByPhase(lines, phases) {
     c.rowsWritten += line.rowsWritten;
     c.frames += line.frames;
     c.deliveries += line.deliveries;
+    c.alarmsSet += line.alarmsSet ?? 0;
     c.intervals.push([line.startMs, line.startMs + Math.max(line.durMs, 0)]);
   }
   for (const objects of out.values()) for (const c of objects.values()) c.busyMs = unionMs(c.intervals);

@@ -150,6 +150,57 @@ export function groupCpuSeconds(pgid) {
 }
 
 /**
+ * CPU time a process has used so far, in nanoseconds: the sum over its threads of
+ * /proc/PID/task/TID/schedstat's first field (time on a CPU, nanosecond resolution, unlike
+ * /proc/PID/stat's 10 ms ticks). 0 when /proc is unavailable.
+ * @param {number} pid
+ */
+export function processCpuNs(pid) {
+  let total = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        // the thread exited while we looked
+      }
+    }
+  } catch {
+    return 0;
+  }
+  return total;
+}
+
+/**
+ * The process ids of this process's children named `comm` (e.g. the `workerd` that an
+ * in-process Miniflare started).
+ * @param {string} comm
+ * @returns {number[]}
+ */
+export function childPids(comm) {
+  /** @type {number[]} */
+  const found = [];
+  let entries;
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (name === comm && ppid === process.pid) found.push(Number(entry));
+    } catch {
+      // the process exited while we looked
+    }
+  }
+  return found;
+}
+
+/**
  * The process ids of a group's program `comm` (e.g. `workerd`).
  * @param {number} pgid
  * @param {string} comm

@@ -18,7 +18,11 @@ export class AlarmSchedule {
   /** The armed alarm as this instance knows it; null when none is armed. */
   private armedAtMs: number | null = null;
 
-  constructor(private readonly storage: DurableObjectStorage) {}
+  /** `onWrite` is told of every alarm write (the object meter counts them). */
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly onWrite: () => void = () => {},
+  ) {}
 
   /** Read the armed alarm. Call once, inside `blockConcurrencyWhile`, at construction. */
   async load(): Promise<void> {
@@ -33,6 +37,7 @@ export class AlarmSchedule {
     if (deadlineMs === undefined) return Promise.resolve();
     if (this.armedAtMs !== null && this.armedAtMs <= deadlineMs) return Promise.resolve();
     this.armedAtMs = deadlineMs;
+    this.onWrite();
     return this.storage.setAlarm(deadlineMs);
   }
 

@@ -45,7 +45,7 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.meter = new ObjectMeter(ctx, env);
-    this.alarms = new AlarmSchedule(ctx.storage);
+    this.alarms = new AlarmSchedule(ctx.storage, () => this.meter.add("alarmsSet"));
     this.outbox = new IndexOutbox(ctx, env, () => this.clock, this.alarms, this.meter);
   }
 

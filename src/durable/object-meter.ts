@@ -7,7 +7,8 @@
  * Guarantees:
  * - Off unless `OBJECT_METER = "on"` (the bench's local server sets it): then every metered
  *   entry point (see {@link meterMethods}) writes one line `{"meter":1, obj, op, startMs,
- *   durMs, rowsRead, rowsWritten, frames, deliveries}` when it settles. Rows are summed from
+ *   durMs, rowsRead, rowsWritten, frames, deliveries, alarmsSet}` when it settles
+ *   (`alarmsSet`: alarm writes, which the platform bills like a row written). Rows are summed from
  *   the cursors of every statement the object ran since its previous line, so each object's
  *   totals are exact, while a line's share may include statements of calls that interleaved
  *   with it (a waiting coord acquire spans others).
@@ -25,12 +26,17 @@ interface Tally {
   rowsWritten: number;
   frames: number;
   deliveries: number;
+  alarmsSet: number;
+}
+
+function emptyTally(): Tally {
+  return { rowsRead: 0, rowsWritten: 0, frames: 0, deliveries: 0, alarmsSet: 0 };
 }
 
 export class ObjectMeter {
   readonly enabled: boolean;
   private cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-  private tally: Tally = { rowsRead: 0, rowsWritten: 0, frames: 0, deliveries: 0 };
+  private tally: Tally = emptyTally();
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -40,8 +46,8 @@ export class ObjectMeter {
     if (this.enabled) this.watchSql();
   }
 
-  /** Count frames sent or listing deliveries made. */
-  add(what: "frames" | "deliveries", n = 1): void {
+  /** Count frames sent, listing deliveries made or alarms written. */
+  add(what: "frames" | "deliveries" | "alarmsSet", n = 1): void {
     if (this.enabled) this.tally[what] += n;
   }
 
@@ -66,7 +72,7 @@ export class ObjectMeter {
     const obj = this.ctx.id.name ?? this.ctx.id.toString();
     // eslint-disable-next-line no-console
     console.log(JSON.stringify({ meter: 1, obj, op, startMs, durMs, ...this.tally }));
-    this.tally = { rowsRead: 0, rowsWritten: 0, frames: 0, deliveries: 0 };
+    this.tally = emptyTally();
   }
 
   /** Keep every cursor the object's SQL returns, to sum its rows at the next line. */

@@ -45,8 +45,8 @@ describe("scale model", () => {
     const counts = countByPhase(
       [
         line(a, "command", 0, 10),
-        line(a, "command", 5, 10),
-        line(a, "alarm", 20),
+        line(a, "command", 5, 10, { alarmsSet: 1 }),
+        line(a, "alarm", 20, 1, { alarmsSet: 1 }),
         line(shard, "apply", 1),
         line(a, "command", 100),
       ],
@@ -56,7 +56,14 @@ describe("scale model", () => {
       ],
     );
     const steady = counts.get("steady")!;
-    expect(steady.get(a)).toMatchObject({ requests: 2, alarms: 1, rowsRead: 3, rowsWritten: 6, busyMs: 16 });
+    expect(steady.get(a)).toMatchObject({
+      requests: 2,
+      alarms: 1,
+      alarmsSet: 2,
+      rowsRead: 3,
+      rowsWritten: 6,
+      busyMs: 16,
+    });
     const s = summarize(steady, 1);
     expect(s.busiest).toMatchObject({ obj: a, kind: "claim", reqPerS: 3 });
     expect(s.byKind["index-shard"]).toMatchObject({ objects: 1, requests: 1 });
