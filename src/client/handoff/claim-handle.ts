@@ -47,7 +47,8 @@ export class ClaimHandle {
   }
 
   /**
-   * Acquire, retrying every `acquireIntervalMs` (and on each claim event) while another
+   * Acquire, retrying when its watch says the claim may have become acquirable (and every
+   * `watchedAcquireIntervalMs`, or `acquireIntervalMs` without a live watch) while another
    * generation holds the claim or the service is unreachable. After a handoff commits the
    * claim to this generation, this adopts it with the committed token.
    */

@@ -133,6 +133,10 @@ export class ClaimSlot {
       wake?.();
     };
     const watch = opts.watch === false ? undefined : this.startWakeWatch(onItem, stop);
+    // With a live watch every change that can make the claim ours wakes the loop, so the
+    // poll is only a safety net and runs rarely: a standby waiting on many claims costs
+    // requests in proportion to their changes, not to the time it waits.
+    const pollMs = (): number => (watch?.live() === true ? cfg.watchedAcquireIntervalMs : cfg.acquireIntervalMs);
     try {
       for (;;) {
         const held = this.lease;
@@ -164,7 +168,7 @@ export class ClaimSlot {
         if (committed !== undefined) continue;
         const pause = new AbortController();
         const woken = new Promise<void>((resolve) => (wake = resolve));
-        const slept = cfg.clock.sleep(cfg.acquireIntervalMs, AbortSignal.any([stop, pause.signal])).catch(() => {});
+        const slept = cfg.clock.sleep(pollMs(), AbortSignal.any([stop, pause.signal])).catch(() => {});
         await Promise.race([woken, slept]);
         pause.abort();
         wake = undefined;
@@ -351,25 +355,37 @@ export class ClaimSlot {
     return claim !== null && claim.ownerGeneration === this.session.cfg.generationId && claim.phase === "owned";
   }
 
-  /** Watch the claim and call `onItem` when it may have become acquirable (or ours). */
-  private startWakeWatch(onItem: (item: ClaimWatchItem) => void, stop: AbortSignal): ClaimWatch | undefined {
+  /**
+   * Watch the claim and call `onItem` when it may have become acquirable (or ours). `live()`
+   * is true from the watch's first item (its snapshot: subscribed) until the watch ends or
+   * fails; a reconnect inside the watch resumes from the last version it delivered, so the
+   * events of the meantime still arrive (later), none is skipped.
+   */
+  private startWakeWatch(
+    onItem: (item: ClaimWatchItem) => void,
+    stop: AbortSignal,
+  ): { close(): void; live(): boolean } | undefined {
     let watch: ClaimWatch;
     try {
       watch = this.session.cfg.backend.watchClaim(this.name, { signal: stop });
     } catch {
       return undefined; // no watch support here: polling alone still works
     }
+    let live = false;
     void (async () => {
       try {
         for await (const item of watch) {
+          live = true;
           const claim = item.claim;
           if (claim === null || claim.phase === "unowned" || this.isMine(claim)) onItem(item);
         }
       } catch {
-        // A broken watch only costs latency: the poll continues.
+        // A broken watch only costs latency: the poll continues, at its watchless period.
+      } finally {
+        live = false;
       }
     })();
-    return watch;
+    return { close: () => watch.close(), live: () => live };
   }
 
   private stopReason(signal: AbortSignal | undefined): Error {

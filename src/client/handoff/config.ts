@@ -29,8 +29,15 @@ export interface GenerationSessionConfig {
   leaseTtlMs?: number;
   /** Renew period; default `leaseTtlMs / 3`; must leave room before the loss margin. */
   renewIntervalMs?: number;
-  /** Retry period of `waitForOwnership`; default 500. */
+  /** Retry period of `waitForOwnership` while it has no live watch of the claim; default 500. */
   acquireIntervalMs?: number;
+  /**
+   * Retry period of `waitForOwnership` while its watch of the claim is live: the watch wakes
+   * it on every change that can make the claim acquirable (released, expired, evicted,
+   * committed to this generation), so the poll is only a safety net; default
+   * `max(10 000, acquireIntervalMs)`, at least `acquireIntervalMs`.
+   */
+  watchedAcquireIntervalMs?: number;
   /** A prepared transfer not committed within this is aborted; default 30 000. */
   transferTimeoutMs?: number;
   /** How long a handoff waits for in-flight work; default 30 000. */
@@ -53,6 +60,7 @@ export interface ResolvedConfig {
   readonly leaseTtlMs: number;
   readonly renewIntervalMs: number;
   readonly acquireIntervalMs: number;
+  readonly watchedAcquireIntervalMs: number;
   readonly transferTimeoutMs: number;
   readonly drainTimeoutMs: number;
   readonly safetyMarginMs: number;
@@ -103,6 +111,13 @@ export function resolveConfig(config: GenerationSessionConfig): ResolvedConfig {
     throw invalid("renewIntervalMs", `must be below leaseTtlMs - safetyMarginMs (${leaseTtlMs - safetyMarginMs})`);
   }
   const acquireIntervalMs = duration("acquireIntervalMs", config.acquireIntervalMs, 500, 1, TTL_MAX_MS);
+  const watchedAcquireIntervalMs = duration(
+    "watchedAcquireIntervalMs",
+    config.watchedAcquireIntervalMs,
+    Math.max(10_000, acquireIntervalMs),
+    acquireIntervalMs,
+    TTL_MAX_MS,
+  );
   const transferTimeoutMs = duration("transferTimeoutMs", config.transferTimeoutMs, 30_000, 1, TTL_MAX_MS);
   const drainTimeoutMs = duration("drainTimeoutMs", config.drainTimeoutMs, 30_000, 0, TTL_MAX_MS);
   const generationId = requireName(
@@ -123,6 +138,7 @@ export function resolveConfig(config: GenerationSessionConfig): ResolvedConfig {
     leaseTtlMs,
     renewIntervalMs,
     acquireIntervalMs,
+    watchedAcquireIntervalMs,
     transferTimeoutMs,
     drainTimeoutMs,
     safetyMarginMs,
