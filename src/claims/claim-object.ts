@@ -34,6 +34,7 @@ import { claimResultToResponse } from "../core/claim-response.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
+import type { ObjectSettings } from "../durable/object-settings.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
 
@@ -53,10 +54,10 @@ export class ClaimObject extends WatchedObject {
   private readonly store: ClaimStore;
   protected override readonly watchers: ClaimWatchers;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
+    super(ctx, env, settings);
     this.store = new ClaimStore(ctx.storage);
-    this.watchers = new ClaimWatchers(ctx, this.store);
+    this.watchers = new ClaimWatchers(ctx, this.store, this.settings);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     this.startUp(() => this.store.open());

@@ -28,6 +28,7 @@ import { leaseHeldResponse, scopeResultToResponse } from "../core/scope-response
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
+import { type ObjectSettings, objectSettings } from "../durable/object-settings.ts";
 import { scopeListKey } from "../core/listing-cursor.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ScopeStore } from "./store.ts";
@@ -42,6 +43,17 @@ const CANCELLED_REMEMBERED = 1024;
 
 /** Queued acquires one scope holds open at most; beyond it a waiting acquire is 429. */
 export const MAX_WAITERS_PER_SCOPE = 10_000;
+
+/** A scope's settings: every object's clock and limits, and its queue bound. */
+export interface ScopeSettings extends ObjectSettings {
+  /** Queued acquires held open at most ({@link MAX_WAITERS_PER_SCOPE} in production). */
+  readonly maxWaiters: number;
+}
+
+/** The settings every production scope runs with. */
+export function scopeSettings(env: Env): ScopeSettings {
+  return { ...objectSettings(env), maxWaiters: MAX_WAITERS_PER_SCOPE };
+}
 
 /** A step decided, saved and published, with its alarm write (step 4) still to await. */
 interface Decided {
@@ -59,28 +71,27 @@ export interface AcquireRequest {
 }
 
 export class ScopeObject extends WatchedObject {
+  /** The base's settings, with the queue bound (passed in by the constructor below). */
+  declare protected readonly settings: ScopeSettings;
   private readonly store: ScopeStore;
-  /** The scope's watch sockets (public so tests can tighten the lag bound). */
-  override readonly watchers: ScopeWatchers;
+  protected override readonly watchers: ScopeWatchers;
   private readonly waiters = new PendingWaiters();
   /** Recently cancelled waiter ids, oldest first (bounded; this instance only). */
   private readonly cancelled = new Set<string>();
   /** The scope's state, including the in-memory waiter queue; loaded on first use. */
   private state: ScopeState | undefined;
-  /** Queue bound (replaceable in tests via runInDurableObject). */
-  maxWaiters = MAX_WAITERS_PER_SCOPE;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, settings: ScopeSettings = scopeSettings(env)) {
+    super(ctx, env, settings);
     this.store = new ScopeStore(ctx.storage);
-    this.watchers = new ScopeWatchers(ctx, this.store);
+    this.watchers = new ScopeWatchers(ctx, this.store, settings);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     this.startUp(() => this.store.open());
   }
 
-  /** Acquires queued in this instance (diagnostics and tests). */
-  queuedCount(): number {
+  /** Acquires queued in this instance (what a subclass may report; not an entry point). */
+  protected queuedCount(): number {
     return this.state?.waiters.length ?? 0;
   }
 
@@ -102,7 +113,7 @@ export class ScopeObject extends WatchedObject {
         refusal: { code: "invalid_request", message: "waiterId is already in use", details: { field: "waiterId" } },
       });
     }
-    if (request.waitMs > 0 && current.waiters.length >= this.maxWaiters) {
+    if (request.waitMs > 0 && current.waiters.length >= this.settings.maxWaiters) {
       return scopeResultToResponse({
         ok: false,
         refusal: { code: "rate_limited", message: "too many waiters on this scope", details: { retryAfterMs: 1000 } },

@@ -22,6 +22,7 @@ import type { GenerationWireResponse } from "../core/generation-machine.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { ShiftlockObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
+import type { ObjectSettings } from "../durable/object-settings.ts";
 import type { GenerationRecord, PatchGenerationBody, RegisterGenerationBody } from "../protocol/generations.ts";
 import { decidePatch, decideRegister, generationDecisionToResponse } from "../core/generation-machine.ts";
 import type { GenerationDecision } from "../core/generation-machine.ts";
@@ -30,8 +31,8 @@ import { GenerationStore } from "./store.ts";
 export class GenerationObject extends ShiftlockObject {
   private readonly store: GenerationStore;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
+    super(ctx, env, settings);
     this.store = new GenerationStore(ctx.storage);
     this.startUp(() => this.store.open());
   }

@@ -29,7 +29,7 @@
  */
 import { inProcess } from "../in-process.ts";
 import { commandOf } from "../../core/claim-command.ts";
-import { emptyClaim, nextDeadlineMs } from "../../core/claim-machine.ts";
+import { nextDeadlineMs } from "../../core/claim-machine.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
 import { systemClock, type Clock } from "../../core/clock.ts";
 import {
@@ -80,23 +80,10 @@ export interface MemoryClaimsBackendOptions {
   namespace?: string;
 }
 
-/** Route paths below the claim, as operation fingerprints name them (`acquire`, `transfer/prepare`, …). */
-
-/** The test hook behind {@link forceSetToken} (set in the class's static block). */
-let seedToken: (backend: MemoryClaimsBackend, claimName: string, token: bigint) => void;
-
-/**
- * Test hook, not part of the public API (the package entry does not export it): set a
- * claim's fencing token, creating the claim unowned if needed — e.g. to the maximum to
- * exercise `token_overflow`, which the service offers no way to reach.
- */
-export function forceSetToken(backend: MemoryClaimsBackend, claimName: string, token: bigint): void {
-  seedToken(backend, claimName, token);
-}
-
 export class MemoryClaimsBackend implements ClaimsBackend {
   readonly namespace: string;
-  private readonly clock: Clock;
+  /** Time source and expiry timers. */
+  protected readonly clock: Clock;
   private readonly claims = new Map<string, MemoryClaimSlot>();
   private readonly timers = new Map<string, { deadline: number; controller: AbortController }>();
   private readonly generations = new Map<string, GenerationRecord>();
@@ -107,22 +94,14 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     this.namespace = options.namespace ?? "memory";
   }
 
-  private slot(name: string): MemoryClaimSlot {
+  /** The claim named `name`, created (never acquired) on first use. */
+  protected slot(name: string): MemoryClaimSlot {
     let s = this.claims.get(name);
     if (s === undefined) {
       s = new MemoryClaimSlot(name);
       this.claims.set(name, s);
     }
     return s;
-  }
-
-  static {
-    seedToken = (backend, claimName, token) => {
-      checkPathParams(getClaim, { claim: claimName });
-      const slot = backend.slot(claimName);
-      slot.run({ kind: "expire" }, backend.clock.nowMs());
-      slot.record = { ...(slot.record ?? emptyClaim(claimName)), fencingToken: token };
-    };
   }
 
   private enter(opts: CallOptions | undefined): void {
