@@ -22,6 +22,7 @@
  */
 import { type ScopeId, type PublishBody, isKeyedScope } from "../protocol/coord.ts";
 import { parseCounter } from "../protocol/counter.ts";
+import type { WriteLeaseAcquireBody } from "../protocol/scope-routes.ts";
 import { type ScopeCommand, type ScopeStep, decideScope } from "../core/scope-machine.ts";
 import { type ScopeState, leaseHeldDetails, nextDeadlineMs } from "../core/scope-state.ts";
 import { leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
@@ -61,14 +62,12 @@ interface Decided {
   armed: Promise<void>;
 }
 
-/** The acquire request as the router hands it over (validated, defaults applied). */
-export interface AcquireRequest {
-  participantId: string;
-  ttlMs: number;
-  waitMs: number;
-  /** Chosen by the router so it can cancel the wait if its caller disconnects. */
-  waiterId: string;
-}
+/**
+ * A write-lease acquire as the router hands it over: the route's body, validated, with every
+ * default applied (`waiterId` chosen by the router when absent, so it can cancel the wait if
+ * its caller disconnects).
+ */
+export type WriteLeaseAcquire = { [K in keyof WriteLeaseAcquireBody]-?: NonNullable<WriteLeaseAcquireBody[K]> };
 
 export class ScopeObject extends WatchedObject {
   /** The base's settings, with the queue bound (passed in by the constructor below). */
@@ -104,7 +103,7 @@ export class ScopeObject extends WatchedObject {
   }
 
   /** Try (waitMs 0) or wait up to `waitMs` for the lease. Resolves with 201 or 409. */
-  async acquire(scope: ScopeId, request: AcquireRequest): Promise<WireResponse> {
+  async acquire(scope: ScopeId, request: WriteLeaseAcquire): Promise<WireResponse> {
     if (this.cancelled.has(request.waiterId)) return leaseHeldResponse("wait cancelled");
     const current = this.state ?? this.store.load(scope);
     if (this.waiters.has(request.waiterId) || current.holder?.waiterId === request.waiterId) {

@@ -12,8 +12,8 @@ export class TokenSeedingBackend extends MemoryClaimsBackend {
   /** Set `claimName`'s fencing token, creating the claim unowned if needed (expiry applied first). */
   forceSetToken(claimName: string, token: bigint): void {
     checkPathParams(getClaim, { claim: claimName });
-    const slot = this.slot(claimName);
-    slot.run({ kind: "expire" }, this.clock.nowMs());
-    slot.record = { ...(slot.record ?? emptyClaim(claimName)), fencingToken: token };
+    const claim = this.claimNamed(claimName);
+    claim.run({ kind: "expire" }, this.clock.nowMs());
+    claim.record = { ...(claim.record ?? emptyClaim(claimName)), fencingToken: token };
   }
 }
