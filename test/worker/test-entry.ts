@@ -24,40 +24,33 @@ export { default, IndexShard, NamespaceIndex } from "../../src/index.ts";
 /** An object's settings, as a test may change them. */
 export type TestHooks = { -readonly [K in keyof ScopeSettings]: ScopeSettings[K] };
 
-export class ClaimObject extends ServiceClaimObject {
-  /** This instance's clock and limits (see the module comment). */
-  readonly hooks: TestHooks;
+/**
+ * `Base` constructed with `hooks` as its settings (the runtime constructs every object with
+ * `(ctx, env)`; the Durable Object classes take their settings as a third argument).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's constructor must take `any[]`
+function withHooks<T extends new (...args: any[]) => object>(Base: T) {
+  return class extends Base {
+    /** This instance's clock and limits (see the module comment). */
+    readonly hooks: TestHooks;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    const hooks: TestHooks = scopeSettings(env);
-    super(ctx, env, hooks);
-    this.hooks = hooks;
-  }
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
+    constructor(...args: any[]) {
+      const [ctx, env] = args as [DurableObjectState, Env];
+      const hooks: TestHooks = scopeSettings(env);
+      super(ctx, env, hooks);
+      this.hooks = hooks;
+    }
+  };
 }
 
-export class ScopeObject extends ServiceScopeObject {
-  /** This instance's clock and limits (see the module comment). */
-  readonly hooks: TestHooks;
+export class ClaimObject extends withHooks(ServiceClaimObject) {}
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    const hooks: TestHooks = scopeSettings(env);
-    super(ctx, env, hooks);
-    this.hooks = hooks;
-  }
-
+export class ScopeObject extends withHooks(ServiceScopeObject) {
   /** Acquires queued in this instance. */
   override queuedCount(): number {
     return super.queuedCount();
   }
 }
 
-export class GenerationObject extends ServiceGenerationObject {
-  /** This instance's clock and limits (see the module comment). */
-  readonly hooks: TestHooks;
-
-  constructor(ctx: DurableObjectState, env: Env) {
-    const hooks: TestHooks = scopeSettings(env);
-    super(ctx, env, hooks);
-    this.hooks = hooks;
-  }
-}
+export class GenerationObject extends withHooks(ServiceGenerationObject) {}
