@@ -3,10 +3,11 @@
  * generation/root/prefix, and the watchers.
  *
  * Guarantees:
- * - Every method is the five steps: load (cached in memory after the first call; this
- *   instance is the only writer) → decide with the pure machine at the object's clock →
- *   save in one synchronous transaction → re-arm the alarm → publish events and answer
- *   waiters, all before the first await; the alarm write is awaited last.
+ * - Every method runs the mutation template (durable/mutation.ts) on the scope's state,
+ *   loaded once (cached in memory after the first call; this instance is the only writer):
+ *   decide with the pure machine at the object's clock → save in one synchronous transaction
+ *   → re-arm the alarm → publish events, then answer waiters, all before the first await;
+ *   the alarm write is awaited last.
  * - Waiting acquires are held open here: the RPC's promise settles exactly once, with the
  *   grant, or with `lease_held` when `waitMs` passes (the alarm fires at the deadline) or
  *   when the router reports that the caller went away ({@link ScopeObject.cancelWait}). A
@@ -260,25 +261,31 @@ export class ScopeObject extends WatchedObject {
   }
 
   /**
-   * The five steps, synchronously: load, decide, save, re-arm (the alarm write is issued
-   * here, no later than the earliest deadline, only ever moved earlier), then publish and
-   * answer waiters. The caller awaits `armed` afterwards.
+   * One command through the mutation template (durable/mutation.ts), synchronously: load,
+   * decide, save, re-arm, publish, deliver; then answer the waiters the step granted or
+   * timed out. The caller awaits `armed` afterwards.
    */
   private decide(scope: ScopeId, command: ScopeCommand): Decided {
     const current = this.state ?? this.store.load(scope);
     if (this.state === undefined) this.state = current;
-    const step = decideScope(current, command, this.clock.nowMs());
-    this.store.save(current, step, this.stage);
-    // Queued waiters live in memory only, yet the listing shows them (`wantLock`): a step that
-    // changed nothing durable stages the summary on its own when what is listed moved.
-    if (!step.changed) this.stage(step.next);
-    this.state = step.next;
-    this.count(command, step);
-    const deadlineMs = nextDeadlineMs(step.next);
-    const armed = [this.alarms.ensure(deadlineMs)];
-    this.watchers.publish(step.events);
-    // Delivery to the listing starts now and is not awaited; its safety alarm is.
-    armed.push(this.outbox.kick(deadlineMs));
+    const { step, settled } = this.mutate({
+      decide: () => decideScope(current, command, this.clock.nowMs()),
+      commit: (step) => {
+        this.store.save(current, step, this.stage);
+        // Queued waiters live in memory only, yet the listing shows them (`wantLock`): a step
+        // that changed nothing durable stages the summary on its own when what is listed moved.
+        if (!step.changed) this.stage(step.next);
+      },
+      afterCommit: (step) => {
+        this.state = step.next;
+        this.count(command, step);
+      },
+      // Always: the queue lives in memory, so a step that changed nothing durable may still
+      // have moved a waiter's deadline or told the watchers someone wants the lock.
+      deadlineMs: (step) => nextDeadlineMs(step.next),
+      publish: (step) => this.watchers.publish(step.events),
+    });
+    const armed = [settled];
     const orphans: string[] = [];
     for (const { waiterId, lease } of step.granted) {
       if (!this.waiters.settle(waiterId, scopeResultToResponse({ ok: true, kind: "granted", lease })))

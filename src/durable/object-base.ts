@@ -28,6 +28,7 @@ import { errorEnvelope } from "../protocol/errors.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 import { AlarmSchedule } from "./alarm-schedule.ts";
 import { IndexOutbox } from "./index-outbox.ts";
+import { type MutationSteps, type Mutated, runMutation } from "./mutation.ts";
 import { ObjectMeter } from "./object-meter.ts";
 import type { Subscribers } from "./fan-out.ts";
 import { type ObjectSettings, objectSettings } from "./object-settings.ts";
@@ -74,6 +75,11 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
       await this.alarms.load();
       await this.outbox.kick();
     });
+  }
+
+  /** Run one mutation through the template (mutation.ts) with this object's alarm and outbox. */
+  protected mutate<Step>(steps: MutationSteps<Step>): Mutated<Step> {
+    return runMutation(this.alarms, this.outbox, steps);
   }
 
   /** Deliver this object's pending listing entry now (tests and tools). */
