@@ -44,6 +44,9 @@ export default defineConfig({
       {
         plugins: [
           cloudflareTest({
+            // The service's wrangler.toml and Worker, with its object classes replaced by
+            // subclasses of the same names that expose a clock and limits to the tests.
+            main: "./test/worker/test-entry.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: { AUTH_TOKENS: TEST_AUTH_TOKENS, CORS_ORIGINS: TEST_CORS_ORIGINS, ...FUZZ_BINDINGS },

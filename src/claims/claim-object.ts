@@ -2,10 +2,11 @@
  * One Durable Object per claim (docs/protocol.md#claims): the single writer of that claim's record, fencing
  * token, history and operation records.
  *
- * Every mutation is the same five steps: load → decide (pure machine, `nowMs` from the
- * clock) → save in ONE synchronous transaction (record + events + operation record) →
- * re-arm the alarm → publish events to watchers. Nothing awaits between decide and save,
- * and publishing happens before the first await, so events leave in commit order.
+ * Every mutation, read and alarm runs the mutation template (durable/mutation.ts): load →
+ * decide (pure machine, `nowMs` from the clock) → save in ONE synchronous transaction
+ * (record + events + operation record) → re-arm the alarm → publish events to watchers →
+ * start the listing delivery. Nothing awaits between decide and publish, so events leave
+ * in commit order.
  *
  * Guarantees:
  * - Operation ids: a retry with the same id and request returns the first response (same
@@ -25,17 +26,25 @@ import type { ClaimRecord } from "../protocol/claims.ts";
 import { claimRoutePath, type ClaimMutationName, type ClaimRequest } from "../protocol/claim-routes.ts";
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import { armAlarm } from "./alarm.ts";
 import { decideClaim, nextDeadlineMs } from "../core/claim-machine.ts";
 import type { ClaimStep } from "../core/claim-machine.ts";
 import { commandOf } from "../core/claim-command.ts";
-import { isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
+import { type OperationRecord, isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
 import { claimResultToResponse } from "../core/claim-response.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
+import type { Mutated } from "../durable/mutation.ts";
 import { meterMethods } from "../durable/object-meter.ts";
+import type { ObjectSettings } from "../durable/object-settings.ts";
 import { ClaimStore } from "./store.ts";
 import { ClaimWatchers } from "./watch.ts";
+
+/** A claim step with its wire answer, rendered once: the answer and its operation record share it. */
+type Answered = ClaimStep & { response: WireResponse };
+
+function answered(step: ClaimStep): Answered {
+  return { ...step, response: claimResultToResponse(step.result) };
+}
 
 /** Internal query parameters of the watch upgrade the router forwards. */
 export const WATCH_PARAMS = { name: "name", afterVersion: "afterVersion" } as const;
@@ -53,10 +62,10 @@ export class ClaimObject extends WatchedObject {
   private readonly store: ClaimStore;
   protected override readonly watchers: ClaimWatchers;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
+    super(ctx, env, settings);
     this.store = new ClaimStore(ctx.storage);
-    this.watchers = new ClaimWatchers(ctx, this.store);
+    this.watchers = new ClaimWatchers(ctx, this.store, this.settings);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     this.startUp(() => this.store.open());
@@ -74,34 +83,39 @@ export class ClaimObject extends WatchedObject {
     }
     const current = this.load(name);
     const nowMs = this.clock.nowMs();
-    const step = decideClaim(name, current, commandOf(request.op, request.body), nowMs);
-    const response = claimResultToResponse(step.result);
-    const remember = operationId !== undefined && isRememberedStatus(response.status);
-    const operation = remember ? { operationId, fingerprint, response, atMs: nowMs } : undefined;
-    this.store.commit(current, step, operation, this.stage);
-    this.count(request.op, step, response);
-    await this.afterCommit(step);
-    return response;
+    const { step, settled } = this.apply(
+      current,
+      () => answered(decideClaim(name, current, commandOf(request.op, request.body), nowMs)),
+      ({ response }) =>
+        operationId !== undefined && isRememberedStatus(response.status)
+          ? { operationId, fingerprint, response, atMs: nowMs }
+          : undefined,
+      (step) => this.count(request.op, step, step.response),
+    );
+    await settled;
+    return step.response;
   }
 
   /**
-   * An operator evicts the owner (docs/protocol.md#eviction): the same five steps as a
+   * An operator evicts the owner (docs/protocol.md#eviction): the same template as a
    * mutation, without operation ids (evicting twice changes nothing the second time).
    */
   async evict(name: string, note: string | undefined): Promise<WireResponse> {
     const current = this.load(name);
-    const step = decideClaim(name, current, { kind: "evict", note }, this.clock.nowMs());
-    const response = claimResultToResponse(step.result);
-    this.store.commit(current, step, undefined, this.stage);
-    this.countExpiries(step);
-    await this.afterCommit(step);
-    return response;
+    const { step, settled } = this.apply(
+      current,
+      () => answered(decideClaim(name, current, { kind: "evict", note }, this.clock.nowMs())),
+      () => undefined,
+      (step) => this.countExpiries(step),
+    );
+    await settled;
+    return step.response;
   }
 
   /** Read the claim (applying expiry). `claim_not_found` when it was never created. */
   async get(name: string): Promise<WireResponse> {
-    const step = this.touch(name);
-    await this.afterCommit(step);
+    const { step, settled } = this.touch(name);
+    await settled;
     return claimResultToResponse(step.result);
   }
 
@@ -109,26 +123,36 @@ export class ClaimObject extends WatchedObject {
   override fetch(request: Request): Promise<Response> {
     return this.upgrade(request, watchParams(new URL(request.url)), "claim", async ({ name, afterVersion }, server) => {
       // Expiry first (published to existing watchers), then register + replay: all synchronous.
-      const step = this.touch(name);
-      this.watchers.publish(step.events);
+      const { step, settled } = this.touch(name);
       this.watchers.register(server, step.next, afterVersion);
-      await this.afterCommit(step, false);
+      await settled;
     });
   }
 
-  /** Expiry at the deadline, with nobody touching the claim. Idempotent. */
+  /**
+   * Expiry at the deadline, with nobody touching the claim. An alarm is armed no later than
+   * the record's deadline (1 ms after `expiresAtMs`: expiry is strict) whenever it can
+   * expire, and only ever moved earlier, so a renewal or a release leaves an alarm that
+   * fires early or for nothing. Correctness never depends on it (every access applies expiry
+   * too): early, late or repeated runs ask the machine to `expire`, which changes nothing
+   * unless the deadline passed, and re-arm for what the record says now.
+   */
   override async alarm(): Promise<void> {
     this.alarms.fired();
     const current = this.store.load();
     if (current === undefined) return;
-    const step = decideClaim(current.name, current, { kind: "expire" }, this.clock.nowMs());
-    if (step.changed) this.store.commit(current, step, undefined, this.stage);
-    this.countExpiries(step);
-    // Early, late or repeated runs all end here: re-arm for what the record says now.
-    const armed = armAlarm(this.alarms, step.next);
-    this.watchers.publish(step.events);
-    // An entry a failed or lost delivery left behind goes now (the alarm is its retry).
-    await Promise.all([armed, this.outbox.flush()]);
+    const { settled } = this.mutate({
+      decide: () => decideClaim(current.name, current, { kind: "expire" }, this.clock.nowMs()),
+      commit: (step) => {
+        if (step.changed) this.store.commit(current, step, undefined, this.stage);
+      },
+      afterCommit: (step) => this.countExpiries(step),
+      deadlineMs: (step) => nextDeadlineMs(step.next),
+      publish: (step) => this.watchers.publish(step.events),
+      // An entry a failed or lost delivery left behind goes now (the alarm is its retry).
+      delivery: "now",
+    });
+    await settled;
   }
 
   /** Load, checking that the object is addressed under the claim's own name. */
@@ -140,13 +164,37 @@ export class ClaimObject extends WatchedObject {
     return current;
   }
 
-  /** Load and apply lazy expiry (persisting it). Synchronous. */
-  private touch(name: string): ClaimStep {
+  /** Load and apply lazy expiry (persisting and publishing it). Synchronous. */
+  private touch(name: string): Mutated<ClaimStep> {
     const current = this.load(name);
-    const step = decideClaim(name, current, { kind: "get" }, this.clock.nowMs());
-    if (step.changed) this.store.commit(current, step, undefined, this.stage);
-    this.countExpiries(step);
-    return step;
+    return this.apply(
+      current,
+      () => decideClaim(name, current, { kind: "get" }, this.clock.nowMs()),
+      () => undefined,
+      (step) => this.countExpiries(step),
+    );
+  }
+
+  /**
+   * One claim step through the mutation template (durable/mutation.ts): decided from the
+   * record as loaded, committed with the record of its answer `operationOf` returns (if
+   * any), counted, then, when the claim changed, armed, published and delivered. A refusal
+   * changed nothing: its counters wait for the next delivery of an entry.
+   */
+  private apply<S extends ClaimStep>(
+    current: ClaimRecord | undefined,
+    decide: () => S,
+    operationOf: (step: S) => OperationRecord | undefined,
+    count: (step: S) => void,
+  ): Mutated<S> {
+    return this.mutate({
+      decide,
+      commit: (step) => this.store.commit(current, step, operationOf(step), this.stage),
+      afterCommit: count,
+      follows: (step) => step.changed,
+      deadlineMs: (step) => nextDeadlineMs(step.next),
+      publish: (step) => this.watchers.publish(step.events),
+    });
   }
 
   /** Stage the record for the namespace index, inside the commit's transaction. */
@@ -169,19 +217,6 @@ export class ClaimObject extends WatchedObject {
 
   private countExpiries(step: ClaimStep): void {
     this.outbox.count("expiries", step.events.filter((e) => e.reason === "expired").length);
-  }
-
-  /**
-   * Steps 4–5, right after the save and before any await: issue the alarm call, publish,
-   * then wait for the alarm call. Both leave in commit order.
-   */
-  private async afterCommit(step: ClaimStep, publish = true): Promise<void> {
-    // A refusal changed nothing: its counters wait for the next delivery of an entry.
-    if (!step.changed) return;
-    const armed = armAlarm(this.alarms, step.next);
-    if (publish) this.watchers.publish(step.events);
-    // Delivery to the listing starts after the publish and is not awaited; its safety alarm is.
-    await Promise.all([armed, this.outbox.kick(nextDeadlineMs(step.next))]);
   }
 }
 

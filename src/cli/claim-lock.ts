@@ -26,7 +26,7 @@ import { sleepLinked, systemClock, type Clock } from "../core/clock.ts";
 import type { ClaimRecord } from "../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../protocol/errors.ts";
 import type { ClaimsBackend, ClaimWatchItem } from "../client/claims/claims-backend.ts";
-import { REFUSED } from "../client/handoff/claim-slot.ts";
+import { REFUSED } from "../client/handoff/session-claim.ts";
 import { operationId } from "../client/handoff/ids.ts";
 import { Lease, type LeaseControl } from "../client/handoff/lease.ts";
 import { anySignal, retrying } from "../client/transport/retry-policy.ts";

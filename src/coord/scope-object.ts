@@ -3,10 +3,11 @@
  * generation/root/prefix, and the watchers.
  *
  * Guarantees:
- * - Every method is the five steps: load (cached in memory after the first call; this
- *   instance is the only writer) → decide with the pure machine at the object's clock →
- *   save in one synchronous transaction → re-arm the alarm → publish events and answer
- *   waiters, all before the first await; the alarm write is awaited last.
+ * - Every method runs the mutation template (durable/mutation.ts) on the scope's state,
+ *   loaded once (cached in memory after the first call; this instance is the only writer):
+ *   decide with the pure machine at the object's clock → save in one synchronous transaction
+ *   → re-arm the alarm → publish events, then answer waiters, all before the first await;
+ *   the alarm write is awaited last.
  * - Waiting acquires are held open here: the RPC's promise settles exactly once, with the
  *   grant, or with `lease_held` when `waitMs` passes (the alarm fires at the deadline) or
  *   when the router reports that the caller went away ({@link ScopeObject.cancelWait}). A
@@ -22,12 +23,14 @@
  */
 import { type ScopeId, type PublishBody, isKeyedScope } from "../protocol/coord.ts";
 import { parseCounter } from "../protocol/counter.ts";
+import type { WriteLeaseAcquireBody } from "../protocol/scope-routes.ts";
 import { type ScopeCommand, type ScopeStep, decideScope } from "../core/scope-machine.ts";
 import { type ScopeState, leaseHeldDetails, nextDeadlineMs } from "../core/scope-state.ts";
 import { leaseHeldResponse, scopeResultToResponse } from "../core/scope-response.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { WatchedObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
+import { type ObjectSettings, objectSettings } from "../durable/object-settings.ts";
 import { scopeListKey } from "../core/listing-cursor.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ScopeStore } from "./store.ts";
@@ -43,44 +46,52 @@ const CANCELLED_REMEMBERED = 1024;
 /** Queued acquires one scope holds open at most; beyond it a waiting acquire is 429. */
 export const MAX_WAITERS_PER_SCOPE = 10_000;
 
+/** A scope's settings: every object's clock and limits, and its queue bound. */
+export interface ScopeSettings extends ObjectSettings {
+  /** Queued acquires held open at most ({@link MAX_WAITERS_PER_SCOPE} in production). */
+  readonly maxWaiters: number;
+}
+
+/** The settings every production scope runs with. */
+export function scopeSettings(env: Env): ScopeSettings {
+  return { ...objectSettings(env), maxWaiters: MAX_WAITERS_PER_SCOPE };
+}
+
 /** A step decided, saved and published, with its alarm write (step 4) still to await. */
 interface Decided {
   step: ScopeStep;
   armed: Promise<void>;
 }
 
-/** The acquire request as the router hands it over (validated, defaults applied). */
-export interface AcquireRequest {
-  participantId: string;
-  ttlMs: number;
-  waitMs: number;
-  /** Chosen by the router so it can cancel the wait if its caller disconnects. */
-  waiterId: string;
-}
+/**
+ * A write-lease acquire as the router hands it over: the route's body, validated, with every
+ * default applied (`waiterId` chosen by the router when absent, so it can cancel the wait if
+ * its caller disconnects).
+ */
+export type WriteLeaseAcquire = { [K in keyof WriteLeaseAcquireBody]-?: NonNullable<WriteLeaseAcquireBody[K]> };
 
 export class ScopeObject extends WatchedObject {
+  /** The base's settings, with the queue bound (passed in by the constructor below). */
+  declare protected readonly settings: ScopeSettings;
   private readonly store: ScopeStore;
-  /** The scope's watch sockets (public so tests can tighten the lag bound). */
-  override readonly watchers: ScopeWatchers;
+  protected override readonly watchers: ScopeWatchers;
   private readonly waiters = new PendingWaiters();
   /** Recently cancelled waiter ids, oldest first (bounded; this instance only). */
   private readonly cancelled = new Set<string>();
   /** The scope's state, including the in-memory waiter queue; loaded on first use. */
   private state: ScopeState | undefined;
-  /** Queue bound (replaceable in tests via runInDurableObject). */
-  maxWaiters = MAX_WAITERS_PER_SCOPE;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, settings: ScopeSettings = scopeSettings(env)) {
+    super(ctx, env, settings);
     this.store = new ScopeStore(ctx.storage);
-    this.watchers = new ScopeWatchers(ctx, this.store);
+    this.watchers = new ScopeWatchers(ctx, this.store, settings);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     this.startUp(() => this.store.open());
   }
 
-  /** Acquires queued in this instance (diagnostics and tests). */
-  queuedCount(): number {
+  /** Acquires queued in this instance (what a subclass may report; not an entry point). */
+  protected queuedCount(): number {
     return this.state?.waiters.length ?? 0;
   }
 
@@ -93,7 +104,7 @@ export class ScopeObject extends WatchedObject {
   }
 
   /** Try (waitMs 0) or wait up to `waitMs` for the lease. Resolves with 201 or 409. */
-  async acquire(scope: ScopeId, request: AcquireRequest): Promise<WireResponse> {
+  async acquire(scope: ScopeId, request: WriteLeaseAcquire): Promise<WireResponse> {
     if (this.cancelled.has(request.waiterId)) return leaseHeldResponse("wait cancelled");
     const current = this.state ?? this.store.load(scope);
     if (this.waiters.has(request.waiterId) || current.holder?.waiterId === request.waiterId) {
@@ -102,7 +113,7 @@ export class ScopeObject extends WatchedObject {
         refusal: { code: "invalid_request", message: "waiterId is already in use", details: { field: "waiterId" } },
       });
     }
-    if (request.waitMs > 0 && current.waiters.length >= this.maxWaiters) {
+    if (request.waitMs > 0 && current.waiters.length >= this.settings.maxWaiters) {
       return scopeResultToResponse({
         ok: false,
         refusal: { code: "rate_limited", message: "too many waiters on this scope", details: { retryAfterMs: 1000 } },
@@ -250,25 +261,31 @@ export class ScopeObject extends WatchedObject {
   }
 
   /**
-   * The five steps, synchronously: load, decide, save, re-arm (the alarm write is issued
-   * here, no later than the earliest deadline, only ever moved earlier), then publish and
-   * answer waiters. The caller awaits `armed` afterwards.
+   * One command through the mutation template (durable/mutation.ts), synchronously: load,
+   * decide, save, re-arm, publish, deliver; then answer the waiters the step granted or
+   * timed out. The caller awaits `armed` afterwards.
    */
   private decide(scope: ScopeId, command: ScopeCommand): Decided {
     const current = this.state ?? this.store.load(scope);
     if (this.state === undefined) this.state = current;
-    const step = decideScope(current, command, this.clock.nowMs());
-    this.store.save(current, step, this.stage);
-    // Queued waiters live in memory only, yet the listing shows them (`wantLock`): a step that
-    // changed nothing durable stages the summary on its own when what is listed moved.
-    if (!step.changed) this.stage(step.next);
-    this.state = step.next;
-    this.count(command, step);
-    const deadlineMs = nextDeadlineMs(step.next);
-    const armed = [this.alarms.ensure(deadlineMs)];
-    this.watchers.publish(step.events);
-    // Delivery to the listing starts now and is not awaited; its safety alarm is.
-    armed.push(this.outbox.kick(deadlineMs));
+    const { step, settled } = this.mutate({
+      decide: () => decideScope(current, command, this.clock.nowMs()),
+      commit: (step) => {
+        this.store.save(current, step, this.stage);
+        // Queued waiters live in memory only, yet the listing shows them (`wantLock`): a step
+        // that changed nothing durable stages the summary on its own when what is listed moved.
+        if (!step.changed) this.stage(step.next);
+      },
+      afterCommit: (step) => {
+        this.state = step.next;
+        this.count(command, step);
+      },
+      // Always: the queue lives in memory, so a step that changed nothing durable may still
+      // have moved a waiter's deadline or told the watchers someone wants the lock.
+      deadlineMs: (step) => nextDeadlineMs(step.next),
+      publish: (step) => this.watchers.publish(step.events),
+    });
+    const armed = [settled];
     const orphans: string[] = [];
     for (const { waiterId, lease } of step.granted) {
       if (!this.waiters.settle(waiterId, scopeResultToResponse({ ok: true, kind: "granted", lease })))

@@ -11,10 +11,11 @@
  *   streams whose events carry a unique increasing `seq`, the claim's version) the last one
  *   sent; an event at or below `lastSent` is never sent again.
  * - Lag: workerd gives server sockets no `bufferedAmount` or send-completion signal, so
- *   subscribers acknowledge what they processed (docs/protocol.md#watch-flow-control). A socket with
- *   {@link WATCH_MAX_UNACKED_EVENTS} unacknowledged events, or whose `send()` throws, is
- *   closed with {@link LAGGING_CLOSE_CODE} *instead of* being sent the event: it resumes from
- *   what it processed and nothing is skipped silently.
+ *   subscribers acknowledge what they processed (docs/protocol.md#watch-flow-control). A
+ *   socket with `maxUnacked` unacknowledged events (the protocol's window,
+ *   `WATCH_MAX_UNACKED_EVENTS`), or whose `send()` throws, is closed with
+ *   {@link LAGGING_CLOSE_CODE} *instead of* being sent the event: it resumes from what it
+ *   processed and nothing is skipped silently.
  * - Pings: `{"type":"ping"}` (exactly) is answered by the runtime's auto-response without
  *   waking the object (set up by the object base); other spellings are answered here.
  *
@@ -22,7 +23,8 @@
  * build messages, or authenticate (the router does).
  */
 import { formatCounter } from "../protocol/counter.ts";
-import { LAGGING_CLOSE_CODE, WATCH_MAX_UNACKED_EVENTS } from "../protocol/watch.ts";
+import { LAGGING_CLOSE_CODE } from "../protocol/watch.ts";
+import type { ObjectSettings } from "./object-settings.ts";
 import { closeQuietly, readClientMessage } from "./websocket.ts";
 
 /** Per-socket state that survives hibernation. `v` versions the shape. */
@@ -60,8 +62,6 @@ function readAttachment(ws: WebSocket): SubscriberAttachment {
 
 /** The subscribers of one watch; `Store` is where its opening and its acks are read from. */
 export abstract class Subscribers<Store> {
-  /** Unacknowledged events allowed per subscriber before 4008 (replaceable in tests). */
-  maxUnacked = WATCH_MAX_UNACKED_EVENTS;
   /** Called once per subscriber closed with 4008 (the object counts it). */
   onLaggingClose: () => void = () => undefined;
   /** Called with the frames each publish or opening sent (the object's meter). */
@@ -74,6 +74,8 @@ export abstract class Subscribers<Store> {
   constructor(
     protected readonly ctx: DurableObjectState,
     protected readonly store: Store,
+    /** Where the ack window is read, at each publish (object-settings.ts). */
+    private readonly settings: Pick<ObjectSettings, "maxUnacked">,
   ) {}
 
   /** Number of registered subscribers. */
@@ -104,7 +106,7 @@ export abstract class Subscribers<Store> {
       let lagging = false;
       for (const event of events) {
         if (event.seq !== undefined && lastSent !== undefined && event.seq <= lastSent) continue;
-        if (unacked >= this.maxUnacked || !trySend(ws, event.text)) {
+        if (unacked >= this.settings.maxUnacked || !trySend(ws, event.text)) {
           lagging = true;
           break;
         }

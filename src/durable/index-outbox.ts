@@ -98,8 +98,6 @@ type OutboxRow = {
 export class IndexOutbox {
   /** False when the listing is switched off, for the listing's own objects, or without a namespace. */
   readonly enabled: boolean;
-  /** Tests: stage (and arm the safety alarm) without delivering: a lost delivery, or a mutation measured alone. */
-  paused = false;
   private readonly namespace: string;
   private readonly shards: number;
   private pending: CounterDeltas = {};
@@ -119,6 +117,8 @@ export class IndexOutbox {
     private readonly ctx: DurableObjectState,
     private readonly env: Env,
     private readonly clock: () => Clock,
+    /** True while deliveries are held (`holdIndexDelivery`, object-settings.ts): stage, arm, send nothing. */
+    private readonly held: () => boolean,
     private readonly alarms: AlarmSchedule,
     private readonly meter: ObjectMeter,
   ) {
@@ -181,7 +181,7 @@ export class IndexOutbox {
 
   /** Start a delivery unless one is in flight (then mark dirty). Undefined when none can run. */
   private start(delayMs: number): Promise<void> | undefined {
-    if (!this.enabled || this.paused) return undefined;
+    if (!this.enabled || this.held()) return undefined;
     if (this.inFlight !== undefined) {
       this.dirty = true;
       return this.inFlight;
@@ -212,7 +212,7 @@ export class IndexOutbox {
       do {
         this.dirty = false;
         await this.deliverOnce();
-      } while (this.dirty && !this.paused);
+      } while (this.dirty && !this.held());
     } finally {
       this.inFlight = undefined;
     }

@@ -3,11 +3,12 @@
  * handles the same way, so the claim, scope and generation objects keep only their rules.
  *
  * Guarantees:
- * - {@link ShiftlockObject}: one clock per object (the server clock unless a test replaces
- *   it), and one start-up: the object's stores open (migrations, refusing a newer schema)
- *   inside `blockConcurrencyWhile`, before the object serves anything. A start-up that
- *   throws breaks the object's input gate, so every call fails (`internal` at the router)
- *   instead of reading rows it does not understand.
+ * - {@link ShiftlockObject}: one clock and one set of limits per object, fixed at
+ *   construction (object-settings.ts; nothing public changes them), and one start-up: the
+ *   object's stores open (migrations, refusing a newer schema) inside
+ *   `blockConcurrencyWhile`, before the object serves anything. A start-up that throws
+ *   breaks the object's input gate, so every call fails (`internal` at the router) instead
+ *   of reading rows it does not understand.
  * - Every object has one alarm ({@link AlarmSchedule}, its mirror loaded at start-up) and an
  *   {@link IndexOutbox} feeding its namespace's listing index; an entry committed but not
  *   delivered by a previous instance is sent at start-up.
@@ -22,31 +23,51 @@
  * Does not: decide any rule, or hold state of its own beyond the alarm mirror.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type Clock, systemClock } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
 import { errorEnvelope } from "../protocol/errors.ts";
 import { WATCH_PING_TEXT, WATCH_PONG_TEXT } from "../protocol/watch.ts";
 import { AlarmSchedule } from "./alarm-schedule.ts";
 import { IndexOutbox } from "./index-outbox.ts";
+import { type MutationSteps, type Mutated, runMutation } from "./mutation.ts";
 import { ObjectMeter } from "./object-meter.ts";
 import type { Subscribers } from "./fan-out.ts";
+import { type ObjectSettings, objectSettings } from "./object-settings.ts";
 import { TicketLog, ticketUseOf } from "./ticket-log.ts";
-import { closeQuietly, jsonResponse, maxWatchersFrom, tooManyWatchers } from "./websocket.ts";
+import { closeQuietly, jsonResponse, tooManyWatchers } from "./websocket.ts";
 
 export abstract class ShiftlockObject extends DurableObject<Env> {
-  /** Time source; the server clock in production, replaceable in tests via runInDurableObject. */
-  clock: Clock = systemClock;
   /** The object's one alarm, only ever moved earlier (its mirror loaded at start-up). */
   protected readonly alarms: AlarmSchedule;
-  /** What feeds the namespace index (disabled in the index itself; public for tests). */
-  readonly outbox: IndexOutbox;
+  /** What feeds the namespace index (disabled in the index itself). */
+  protected readonly outbox: IndexOutbox;
   /** Per-object counters for the scale model (off unless `OBJECT_METER` is "on"). */
   readonly meter: ObjectMeter;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  /**
+   * The runtime constructs every object with `(ctx, env)`: production settings. Only a
+   * subclass under test/ passes `settings` of its own.
+   */
+  constructor(
+    ctx: DurableObjectState,
+    env: Env,
+    protected readonly settings: ObjectSettings = objectSettings(env),
+  ) {
     super(ctx, env);
     this.meter = new ObjectMeter(ctx, env);
     this.alarms = new AlarmSchedule(ctx.storage, () => this.meter.add("alarmsSet"));
-    this.outbox = new IndexOutbox(ctx, env, () => this.clock, this.alarms, this.meter);
+    this.outbox = new IndexOutbox(
+      ctx,
+      env,
+      () => settings.clock,
+      () => settings.holdIndexDelivery,
+      this.alarms,
+      this.meter,
+    );
+  }
+
+  /** The object's time source (read through the settings at each use). */
+  protected get clock(): Clock {
+    return this.settings.clock;
   }
 
   /**
@@ -63,6 +84,11 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
     });
   }
 
+  /** Run one mutation through the template (mutation.ts) with this object's alarm and outbox. */
+  protected mutate<Step>(steps: MutationSteps<Step>): Mutated<Step> {
+    return runMutation(this.alarms, this.outbox, steps);
+  }
+
   /** Deliver this object's pending listing entry now (tests and tools). */
   async flushIndex(): Promise<void> {
     await this.outbox.flush();
@@ -70,17 +96,14 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
 }
 
 export abstract class WatchedObject extends ShiftlockObject {
-  /** Subscribers allowed at once (`MAX_WATCHERS_PER_OBJECT`); tests may lower it. */
-  maxWatchers: number;
   /** The object's watch subscribers (set by the subclass constructor). */
   protected abstract readonly watchers: Subscribers<unknown>;
   /** Watch tickets this object accepted (each opens one watch, once). */
   private readonly tickets: TicketLog;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
+    super(ctx, env, settings);
     this.tickets = new TicketLog(ctx.storage.sql);
-    this.maxWatchers = maxWatchersFrom(env.MAX_WATCHERS_PER_OBJECT);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(WATCH_PING_TEXT, WATCH_PONG_TEXT));
   }
 
@@ -103,7 +126,7 @@ export abstract class WatchedObject extends ShiftlockObject {
     ) {
       return jsonResponse(400, errorEnvelope("invalid_request", "expected a WebSocket upgrade", { field: "Upgrade" }));
     }
-    if (this.watchers.count() >= this.maxWatchers) return tooManyWatchers(what);
+    if (this.watchers.count() >= this.settings.maxWatchers) return tooManyWatchers(what);
     if (ticket !== undefined && !this.tickets.accept(ticket, this.clock.nowMs())) {
       return jsonResponse(401, errorEnvelope("unauthorized", "watch ticket already used or expired"));
     }

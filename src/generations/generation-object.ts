@@ -2,10 +2,10 @@
  * The Durable Object of one generation, named `objectName(ns, "generation", id)`.
  *
  * Guarantees:
- * - Every command is load → decide (pure, core/generation-machine.ts) → save in one
- *   storage transaction, all synchronous: no other call can run in between, so concurrent
- *   registrations of one id have exactly one winner and a patch is never lost or applied
- *   on a stale record.
+ * - Every command runs the mutation template (durable/mutation.ts): load → decide (pure,
+ *   core/generation-machine.ts) → save in one storage transaction, all synchronous: no
+ *   other call can run in between, so concurrent registrations of one id have exactly one
+ *   winner and a patch is never lost or applied on a stale record.
  * - `get` never creates anything (not even tables).
  * - The store opens at start-up (durable/object-base.ts): an object whose schema is newer
  *   than this code refuses to start. Every failure is a `ShiftlockError` (`internal` for a
@@ -22,6 +22,7 @@ import type { GenerationWireResponse } from "../core/generation-machine.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { ShiftlockObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
+import type { ObjectSettings } from "../durable/object-settings.ts";
 import type { GenerationRecord, PatchGenerationBody, RegisterGenerationBody } from "../protocol/generations.ts";
 import { decidePatch, decideRegister, generationDecisionToResponse } from "../core/generation-machine.ts";
 import type { GenerationDecision } from "../core/generation-machine.ts";
@@ -30,20 +31,20 @@ import { GenerationStore } from "./store.ts";
 export class GenerationObject extends ShiftlockObject {
   private readonly store: GenerationStore;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
+    super(ctx, env, settings);
     this.store = new GenerationStore(ctx.storage);
     this.startUp(() => this.store.open());
   }
 
   /** Register `body.id` (see `decideRegister`). */
   register(body: RegisterGenerationBody): Promise<GenerationWireResponse> {
-    return this.mutate(body.id, (existing, nowMs) => decideRegister(existing, body, nowMs));
+    return this.command(body.id, (existing, nowMs) => decideRegister(existing, body, nowMs));
   }
 
   /** Move generation `id` to another state (see `decidePatch`). */
   patch(id: string, body: PatchGenerationBody): Promise<GenerationWireResponse> {
-    return this.mutate(id, (existing, nowMs) => decidePatch(existing, body, nowMs));
+    return this.command(id, (existing, nowMs) => decidePatch(existing, body, nowMs));
   }
 
   /** The index delivery's safety net: deliver what a crash or a failure left behind. */
@@ -64,17 +65,23 @@ export class GenerationObject extends ShiftlockObject {
     return generationDecisionToResponse({ ok: true, record, changed: false, created: false });
   }
 
-  private async mutate(
+  /**
+   * One command through the mutation template (durable/mutation.ts). A generation has no
+   * deadline and no watchers: a change is committed, then its listing delivery starts.
+   */
+  private async command(
     id: string,
     decide: (existing: GenerationRecord | undefined, nowMs: number) => GenerationDecision,
   ): Promise<GenerationWireResponse> {
-    // Synchronous from load to save: no other call can interleave (the object is single-threaded).
-    const nowMs = this.clock.nowMs();
-    const decision = decide(this.loadFor(id), nowMs);
-    if (!decision.ok || !decision.changed) return generationDecisionToResponse(decision);
-    this.store.save(decision.record, this.stage);
-    // Delivery starts now, not awaited; its safety alarm is.
-    await this.outbox.kick();
+    const { step: decision, settled } = this.mutate({
+      decide: () => decide(this.loadFor(id), this.clock.nowMs()),
+      commit: (d) => {
+        if (d.ok && d.changed) this.store.save(d.record, this.stage);
+      },
+      follows: (d) => d.ok && d.changed,
+      deadlineMs: () => undefined,
+    });
+    await settled;
     return generationDecisionToResponse(decision);
   }
 

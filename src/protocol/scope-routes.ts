@@ -22,7 +22,7 @@ import {
 } from "./coord.ts";
 import type { ErrorCode } from "./errors.ts";
 import { evictBodySchema } from "./operators.ts";
-import type { RouteSpec } from "./route.ts";
+import type { RouteBody, RouteSpec } from "./route.ts";
 import { defineRoute } from "./route.ts";
 
 const STORE = "/v1/ns/{ns}/volumes/{volumeId}/stores/{objectStoreId}";
@@ -178,6 +178,9 @@ export const SCOPE_ROUTE_FAMILIES = {
 } as const;
 export type ScopeFamily = keyof typeof SCOPE_ROUTE_FAMILIES;
 export type ScopeRoutes = (typeof SCOPE_ROUTE_FAMILIES)[ScopeFamily];
+
+/** The decoded body of a write-lease acquire (`POST {scope}/leases`), derived from its route. */
+export type WriteLeaseAcquireBody = RouteBody<ScopeRoutes["acquire"]>;
 
 export const SCOPE_ROUTES: readonly RouteSpec[] = Object.values(SCOPE_ROUTE_FAMILIES).flatMap((family) =>
   Object.values<RouteSpec>(family),

@@ -6,7 +6,8 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimWatchItem } from "../../src/client/claims/claims-backend.ts";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
-import { MemoryClaimsBackend, forceSetToken } from "../../src/client/claims/memory-claims-backend.ts";
+import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
+import { TokenSeedingBackend } from "../contract/token-seeding-backend.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../../src/core/claim-operations.ts";
 import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import type { ShiftlockError } from "../../src/protocol/errors.ts";
@@ -99,8 +100,8 @@ describe("MemoryClaimsBackend", () => {
   });
 
   it("forceSetToken seeds a token for overflow checks", async () => {
-    const { backend } = setup();
-    forceSetToken(backend, "c", 41n);
+    const backend = new TokenSeedingBackend({ clock: new ManualClock(1_700_000_000_000) });
+    backend.forceSetToken("c", 41n);
     expect((await backend.acquireClaim({ claimName: "c", generationId: "a", ttlMs: 1_000 })).fencingToken).toBe(42n);
     await backend.close();
   });

@@ -14,7 +14,7 @@ async function setup() {
   const stub = claimStub(ns, claim);
   const clock = new ManualClock(systemClock.nowMs());
   await runInDurableObject(stub, (instance) => {
-    instance.clock = clock;
+    instance.hooks.clock = clock;
   });
   const alarmAt = () => runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
   return {

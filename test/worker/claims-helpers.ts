@@ -1,8 +1,8 @@
 // Shared helpers for the claims worker tests: claim URLs and stubs, unique names; requests
 // and watch sockets go through router-client.ts.
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
-import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import { testEnv } from "./test-env.ts";
+import type { ClaimObject } from "./test-entry.ts";
 import type { ClaimResponseWire } from "../../src/protocol/claims.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
@@ -35,7 +35,7 @@ export function openWatch(ns: string, claim: string, query = "", token = READ): 
 
 /** The claim's Durable Object stub, named exactly as the router names it. */
 export function claimStub(ns: string, claim: string): DurableObjectStub<ClaimObject> {
-  return env.CLAIMS.getByName(objectName(ns, "claim", claim));
+  return testEnv.CLAIMS.getByName(objectName(ns, "claim", claim));
 }
 
 /**

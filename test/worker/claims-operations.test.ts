@@ -142,7 +142,7 @@ describe("claim operation ids", { timeout: 60_000 }, () => {
     const clock = new ManualClock(systemClock.nowMs());
     const count = OPERATION_RETENTION_COUNT + 1;
     const first = await runInDurableObject(stub, async (instance) => {
-      instance.clock = clock;
+      instance.hooks.clock = clock;
       const acquired = await instance.command(c.claim, {
         op: "acquire",
         body: { generationId: "g1", ttlMs: 86_400_000, operationId: "op-0" },

@@ -225,7 +225,7 @@ describe("claim watch", { timeout: 60_000 }, () => {
   it("refuses watchers over the per-object cap with 429 rate_limited and Retry-After", async () => {
     const c = fresh();
     await runInDurableObject(c.stub, (instance) => {
-      instance.maxWatchers = 1;
+      instance.hooks.maxWatchers = 1;
     });
     const first = await c.watch();
     await first.next();

@@ -2,9 +2,9 @@
 // Shared helpers for the coord worker tests: authenticated requests against the Worker entry,
 // unique scopes, direct access to a scope's object, a controllable clock, and a watch
 // collector.
-import { env } from "cloudflare:workers";
+import { testEnv } from "./test-env.ts";
 import { runInDurableObject } from "cloudflare:test";
-import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import type { ScopeObject } from "./test-entry.ts";
 import { type Watch, openWatchSocket, routerCall } from "./router-client.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { Clock } from "../../src/core/clock.ts";
@@ -34,7 +34,7 @@ export function uniqueScope(options: { key?: string; store?: boolean } = {}): Te
 }
 
 export function scopeStub(scope: TestScope): DurableObjectStub<ScopeObject> {
-  return env.SCOPES.getByName(objectName(scope.ns, "scope", scope.volumeId, scope.objectStoreId, scope.key));
+  return testEnv.SCOPES.getByName(objectName(scope.ns, "scope", scope.volumeId, scope.objectStoreId, scope.key));
 }
 
 export function call(method: string, url: string, body?: unknown, token: string = WRITE, signal?: AbortSignal) {
@@ -67,7 +67,7 @@ export class TestClock implements Clock {
 export async function installClock(scope: TestScope, startMs = Date.UTC(2030, 0, 1)): Promise<TestClock> {
   const clock = new TestClock(startMs);
   await runInDurableObject(scopeStub(scope), (instance: ScopeObject) => {
-    instance.clock = clock;
+    instance.hooks.clock = clock;
   });
   return clock;
 }

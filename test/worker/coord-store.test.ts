@@ -3,7 +3,7 @@
 import { exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import type { ScopeObject } from "./test-entry.ts";
 import { TestClock, acquire, del, get, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
 import { restartObject } from "./object-helpers.ts";
 
@@ -46,7 +46,7 @@ describe("lease epoch", () => {
     // waiting acquire queues synchronously, before its first await.
     const granted = await runInDurableObject(scopeStub(scope), async (o: ScopeObject) => {
       const clock = new TestClock(Date.UTC(2030, 0, 1));
-      o.clock = clock;
+      o.hooks.clock = clock;
       const held = await o.acquire(id, { participantId: "a", ttlMs: 1_000, waitMs: 0, waiterId: "w-a" });
       expect(held.status).toBe(201);
       const b = o.acquire(id, { participantId: "b", ttlMs: 60_000, waitMs: 60_000, waiterId: "w-b" });

@@ -4,7 +4,7 @@
 import { exports } from "cloudflare:workers";
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import type { ScopeObject } from "./test-entry.ts";
 import { acquire, call, del, get, installClock, openWatch, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
 
 beforeAll(async () => {
@@ -114,7 +114,7 @@ describe("queue bound", () => {
   it("refuses a waiting acquire beyond the scope's queue bound with 429 and Retry-After", async () => {
     const scope = uniqueScope();
     await runInDurableObject(scopeStub(scope), (o: ScopeObject) => {
-      o.maxWaiters = 1;
+      o.hooks.maxWaiters = 1;
     });
     const a = await acquire(scope, "a");
     const b = post(`${scope.url}/leases`, { participantId: "b", waitMs: 60_000 });

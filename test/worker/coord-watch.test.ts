@@ -2,7 +2,7 @@
 // ping/pong, lag closing with 4008, subprotocol auth and refusals.
 import { exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
-import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import type { ScopeObject } from "./test-entry.ts";
 import { WATCH_TAG } from "../../src/coord/watch.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
@@ -147,8 +147,8 @@ describe("watch", () => {
     const stub = scopeStub(scope);
     const limit = 10;
     await runInDurableObject(stub, (o: ScopeObject) => {
-      expect(o.watchers.maxUnacked).toBe(WATCH_MAX_UNACKED_EVENTS);
-      o.watchers.maxUnacked = limit;
+      expect(o.hooks.maxUnacked).toBe(WATCH_MAX_UNACKED_EVENTS);
+      o.hooks.maxUnacked = limit;
     });
     const id = { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: "" };
     const lease = await acquire(scope);

@@ -1,17 +1,17 @@
 // The generation object's failures: every one is the one ShiftlockError with a code
 // ("internal" for a broken invariant), whatever the object finds in its storage.
-import { env } from "cloudflare:workers";
+import { testEnv } from "./test-env.ts";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { objectName } from "../../src/durable/object-names.ts";
-import type { GenerationObject } from "../../src/generations/generation-object.ts";
+import type { GenerationObject } from "./test-entry.ts";
 import { restartObject } from "./object-helpers.ts";
 
 function registered() {
   const ns = `ns-${crypto.randomUUID()}`;
   const id = `gen-${crypto.randomUUID()}`;
   // A fresh stub per call: a stub whose object was restarted stays broken.
-  const stub = () => env.GENERATIONS.getByName(objectName(ns, "generation", id));
+  const stub = () => testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
   return { id, stub, register: () => stub().register({ id, service: "api", instanceId: "i-1" }) };
 }
 

@@ -1,11 +1,12 @@
 // Generation routes end to end through the Worker: register, get, patch, namespace isolation
 // and storage (the record lives in the generation's own Durable Object).
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
+import { testEnv } from "./test-env.ts";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { objectName } from "../../src/durable/object-names.ts";
 import { systemClock } from "../../src/core/clock.ts";
-import type { GenerationObject } from "../../src/generations/generation-object.ts";
+import type { GenerationObject } from "./test-entry.ts";
 import { restartObject } from "./object-helpers.ts";
 
 // The first request loads the Worker module, which can take seconds on a busy machine.
@@ -112,7 +113,7 @@ describe("GET /v1/ns/{ns}/generations/{id}", () => {
     const res = await call("GET", `/v1/ns/${ns}/generations/${id}`);
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ error: { code: "generation_not_found" } });
-    const stub = env.GENERATIONS.getByName(objectName(ns, "generation", id));
+    const stub = testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
       const tables = state.storage.sql
         .exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'")
@@ -222,7 +223,7 @@ describe("generation storage", () => {
   it("stores the record with a schema version row", async () => {
     const { ns, id } = fresh();
     await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" });
-    const stub = env.GENERATIONS.getByName(objectName(ns, "generation", id));
+    const stub = testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
       const meta = state.storage.sql.exec("SELECT key, value FROM meta").toArray();
       expect(meta).toEqual([{ key: "schema_version", value: 3 }]);
@@ -234,7 +235,7 @@ describe("generation storage", () => {
   it("refuses to read or write a schema newer than the code (the object refuses to start)", async () => {
     const { ns, id } = fresh();
     await call("POST", `/v1/ns/${ns}/generations`, { id, service: "api", instanceId: "i-1" });
-    const stub = env.GENERATIONS.getByName(objectName(ns, "generation", id));
+    const stub = testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
       state.storage.sql.exec("UPDATE meta SET value = 99 WHERE key = 'schema_version'");
     });
@@ -250,7 +251,7 @@ describe("generation storage", () => {
     }
     // Nothing could change: the object never started (not even runInDurableObject gets in).
     await expect(
-      runInDurableObject(env.GENERATIONS.getByName(objectName(ns, "generation", id)), () => 0),
+      runInDurableObject(testEnv.GENERATIONS.getByName(objectName(ns, "generation", id)), () => 0),
     ).rejects.toThrow(/newer than this code/);
   });
 });

@@ -5,7 +5,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import type { ClaimObject } from "./test-entry.ts";
 import type { IndexEntry } from "../../src/core/listing-entry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { NamespaceIndex } from "../../src/listing/index-object.ts";

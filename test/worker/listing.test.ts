@@ -5,7 +5,7 @@
 // through the router takes minutes on the shared test machine); every other test feeds the
 // index through real claim, generation and scope objects.
 import { runInDurableObject } from "cloudflare:test";
-import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import type { ClaimObject } from "./test-entry.ts";
 import { restartObject } from "./object-helpers.ts";
 import { settleListing } from "./listing-helpers.ts";
 import { env, exports } from "cloudflare:workers";
@@ -267,7 +267,7 @@ describe("what a crash between commit and delivery costs", () => {
   it("an entry committed but never delivered is delivered when the object next starts", async () => {
     const ns = unique("ns");
     await runInDurableObject(claimStub(ns, "lost"), async (o: ClaimObject) => {
-      o.outbox.paused = true; // the instance "dies" before delivering
+      o.hooks.holdIndexDelivery = true; // the instance "dies" before delivering
       expect((await o.command("lost", acquire("g1"))).status).toBe(200);
     });
     await restartObject(claimStub(ns, "lost"));
@@ -284,7 +284,7 @@ describe("what a crash between commit and delivery costs", () => {
     await runInDurableObject(claimStub(ns, "stale"), async (o: ClaimObject, state) => {
       expect((await o.command("stale", acquire("g1"))).status).toBe(200);
       await o.flushIndex(); // listed as owned by g1
-      o.outbox.paused = true; // the release's delivery never leaves
+      o.hooks.holdIndexDelivery = true; // the release's delivery never leaves
       const before = Date.now();
       expect((await o.command("stale", { op: "release", body: { generationId: "g1", token: 1n } })).status).toBe(200);
       // The release left no deadline, yet the alarm is armed within the listing's lag bound.
@@ -296,7 +296,7 @@ describe("what a crash between commit and delivery costs", () => {
     expect((await get(listUrl(ns, "claims"), READ)).body.claims[0].phase).toBe("owned");
     // That alarm, run with nobody calling the claim, delivers what the release staged.
     await runInDurableObject(claimStub(ns, "stale"), async (o: ClaimObject) => {
-      o.outbox.paused = false;
+      o.hooks.holdIndexDelivery = false;
       await o.alarm();
     });
     await settleListing(ns);

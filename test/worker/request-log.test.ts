@@ -5,7 +5,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import type { ClaimObject } from "./test-entry.ts";
 import { WRITE, READ, claimStub, claimUrl, get, post, unique } from "./claims-helpers.ts";
 
 beforeAll(async () => {

@@ -14,13 +14,14 @@
 // Also checked for every mutation: exactly one `transactionSync` (the one commit of the
 // five steps), no row written outside it, and no key-value write. Figures are exact: the
 // state before each operation is built the same way every run.
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
+import { testEnv } from "./test-env.ts";
 import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ClaimObject } from "../../src/claims/claim-object.ts";
+import type { ClaimObject } from "./test-entry.ts";
 import type { ClaimRequest } from "../../src/protocol/claim-routes.ts";
-import type { ScopeObject } from "../../src/coord/scope-object.ts";
-import type { GenerationObject } from "../../src/generations/generation-object.ts";
+import type { ScopeObject } from "./test-entry.ts";
+import type { GenerationObject } from "./test-entry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { ScopeId } from "../../src/protocol/coord.ts";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
@@ -50,9 +51,9 @@ const TTL_MS = 60_000;
  */
 async function settleIndex(stub: DurableObjectStub<ClaimObject | ScopeObject | GenerationObject>): Promise<void> {
   await runInDurableObject(stub, async (o: ClaimObject | ScopeObject | GenerationObject) => {
-    o.outbox.paused = false;
+    o.hooks.holdIndexDelivery = false;
     await o.flushIndex();
-    o.outbox.paused = true;
+    o.hooks.holdIndexDelivery = true;
   });
 }
 
@@ -63,7 +64,7 @@ async function settleIndex(stub: DurableObjectStub<ClaimObject | ScopeObject | G
  */
 async function deliveryRow(stub: DurableObjectStub<ClaimObject | ScopeObject | GenerationObject>): Promise<Row> {
   const { cost } = await metered(stub, async (o: ClaimObject | ScopeObject | GenerationObject) => {
-    o.outbox.paused = false;
+    o.hooks.holdIndexDelivery = false;
     await o.flushIndex();
   });
   expect(cost.writesOutsideTransaction).toBe(1);
@@ -183,7 +184,7 @@ describe("rows per claim operation", () => {
 describe("rows per generation operation", () => {
   it("register, register again, state change, get", async () => {
     const id = `gen-${crypto.randomUUID()}`;
-    const stub: DurableObjectStub<GenerationObject> = env.GENERATIONS.getByName(
+    const stub: DurableObjectStub<GenerationObject> = testEnv.GENERATIONS.getByName(
       objectName(unique("ns"), "generation", id),
     );
     const rows: Record<string, Row> = {};
@@ -250,7 +251,7 @@ async function coordTable(stub: DurableObjectStub<ScopeObject>, scope: ScopeId):
 function newScope(): { scope: ScopeId; stub: DurableObjectStub<ScopeObject> } {
   const ns = unique("ns");
   const scope = { volumeId: unique("vol"), objectStoreId: unique("store"), key: "" };
-  return { scope, stub: env.SCOPES.getByName(objectName(ns, "scope", scope.volumeId, scope.objectStoreId, "")) };
+  return { scope, stub: testEnv.SCOPES.getByName(objectName(ns, "scope", scope.volumeId, scope.objectStoreId, "")) };
 }
 
 describe("rows per coord operation", () => {

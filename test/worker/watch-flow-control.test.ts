@@ -6,7 +6,7 @@
 import { exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import type { ScopeObject } from "./test-entry.ts";
 import { WATCH_TAG as SCOPE_WATCH_TAG } from "../../src/coord/watch.ts";
 import { WATCH_TAG as CLAIM_WATCH_TAG } from "../../src/claims/watch.ts";
 import { churn, claimStub, clearTrackedAlarms, openWatch as openClaimWatch, track, unique } from "./claims-helpers.ts";
@@ -28,7 +28,7 @@ describe("coord acks: events processed since the last ack", () => {
     const scope = uniqueScope();
     const stub = scopeStub(scope);
     await runInDurableObject(stub, (o: ScopeObject) => {
-      o.watchers.maxUnacked = limit;
+      o.hooks.maxUnacked = limit;
     });
     const id = { volumeId: scope.volumeId, objectStoreId: scope.objectStoreId, key: "" };
     const lease = await acquire(scope);

@@ -6,7 +6,7 @@
 import { exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { ScopeObject } from "../../src/coord/scope-object.ts";
+import type { ScopeObject } from "./test-entry.ts";
 import { WATCH_TAG as SCOPE_WATCH_TAG } from "../../src/coord/watch.ts";
 import { WATCH_TAG as CLAIM_WATCH_TAG } from "../../src/claims/watch.ts";
 import {

@@ -29,7 +29,7 @@
  */
 import { inProcess } from "../in-process.ts";
 import { commandOf } from "../../core/claim-command.ts";
-import { emptyClaim, nextDeadlineMs } from "../../core/claim-machine.ts";
+import { nextDeadlineMs } from "../../core/claim-machine.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
 import { systemClock, type Clock } from "../../core/clock.ts";
 import {
@@ -71,7 +71,7 @@ import type {
   UpdateGenerationRequest,
   WatchClaimOptions,
 } from "./claims-backend.ts";
-import { MemoryClaimSlot } from "./memory-claim-slot.ts";
+import { MemoryClaim } from "./memory-claim.ts";
 
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */
@@ -80,24 +80,11 @@ export interface MemoryClaimsBackendOptions {
   namespace?: string;
 }
 
-/** Route paths below the claim, as operation fingerprints name them (`acquire`, `transfer/prepare`, …). */
-
-/** The test hook behind {@link forceSetToken} (set in the class's static block). */
-let seedToken: (backend: MemoryClaimsBackend, claimName: string, token: bigint) => void;
-
-/**
- * Test hook, not part of the public API (the package entry does not export it): set a
- * claim's fencing token, creating the claim unowned if needed — e.g. to the maximum to
- * exercise `token_overflow`, which the service offers no way to reach.
- */
-export function forceSetToken(backend: MemoryClaimsBackend, claimName: string, token: bigint): void {
-  seedToken(backend, claimName, token);
-}
-
 export class MemoryClaimsBackend implements ClaimsBackend {
   readonly namespace: string;
-  private readonly clock: Clock;
-  private readonly claims = new Map<string, MemoryClaimSlot>();
+  /** Time source and expiry timers. */
+  protected readonly clock: Clock;
+  private readonly claims = new Map<string, MemoryClaim>();
   private readonly timers = new Map<string, { deadline: number; controller: AbortController }>();
   private readonly generations = new Map<string, GenerationRecord>();
   private closed = false;
@@ -107,22 +94,14 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     this.namespace = options.namespace ?? "memory";
   }
 
-  private slot(name: string): MemoryClaimSlot {
+  /** The claim named `name`, created (never acquired) on first use. */
+  protected claimNamed(name: string): MemoryClaim {
     let s = this.claims.get(name);
     if (s === undefined) {
-      s = new MemoryClaimSlot(name);
+      s = new MemoryClaim(name);
       this.claims.set(name, s);
     }
     return s;
-  }
-
-  static {
-    seedToken = (backend, claimName, token) => {
-      checkPathParams(getClaim, { claim: claimName });
-      const slot = backend.slot(claimName);
-      slot.run({ kind: "expire" }, backend.clock.nowMs());
-      slot.record = { ...(slot.record ?? emptyClaim(claimName)), fencingToken: token };
-    };
   }
 
   private enter(opts: CallOptions | undefined): void {
@@ -137,15 +116,15 @@ export class MemoryClaimsBackend implements ClaimsBackend {
    */
   private run(op: BatchOp): { route: EncodedOp["route"]; answer: WireAnswer } {
     const { route, claimName, body } = encodeOp(op);
-    const slot = this.slot(claimName);
+    const claim = this.claimNamed(claimName);
     const operationId = op.operationId;
     const replayKey =
       operationId === undefined
         ? undefined
         : { id: operationId, fingerprint: requestFingerprint(claimRoutePath(op.op), body) };
     const { op: name, claimName: _claim, ...fields } = op;
-    const answer = slot.run(commandOf(name, fields), this.clock.nowMs(), replayKey);
-    this.arm(slot);
+    const answer = claim.run(commandOf(name, fields), this.clock.nowMs(), replayKey);
+    this.arm(claim);
     return { route, answer };
   }
 
@@ -198,10 +177,10 @@ export class MemoryClaimsBackend implements ClaimsBackend {
       this.enter(opts);
       checkPathParams(evictClaim, { claim: req.claimName });
       encodeBody(evictClaim, { note: req.note });
-      const slot = this.claims.get(req.claimName);
-      if (slot === undefined) throw new ShiftlockError("claim_not_found");
-      const answer = slot.run({ kind: "evict", note: req.note }, this.clock.nowMs());
-      this.arm(slot);
+      const claim = this.claims.get(req.claimName);
+      if (claim === undefined) throw new ShiftlockError("claim_not_found");
+      const answer = claim.run({ kind: "evict", note: req.note }, this.clock.nowMs());
+      this.arm(claim);
       return decodeAnswer(evictClaim, answer).claim;
     });
   }
@@ -236,10 +215,10 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     return inProcess(undefined, () => {
       this.enter(opts);
       checkPathParams(getClaim, { claim: claimName });
-      const slot = this.claims.get(claimName);
-      if (slot === undefined) throw new ShiftlockError("claim_not_found");
-      const answer = slot.run({ kind: "get" }, this.clock.nowMs());
-      this.arm(slot);
+      const claim = this.claims.get(claimName);
+      if (claim === undefined) throw new ShiftlockError("claim_not_found");
+      const answer = claim.run({ kind: "get" }, this.clock.nowMs());
+      this.arm(claim);
       return decodeAnswer(getClaim, answer).claim;
     });
   }
@@ -248,23 +227,23 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     this.enter(undefined);
     checkPathParams(watchClaim, { claim: claimName });
     encodeQuery(watchClaim, { afterVersion: opts?.afterVersion });
-    const slot = this.slot(claimName);
+    const claim = this.claimNamed(claimName);
     // Lazy expiry first, so the snapshot never shows a lease that is already over.
-    slot.run({ kind: "expire" }, this.clock.nowMs());
-    this.arm(slot);
+    claim.run({ kind: "expire" }, this.clock.nowMs());
+    this.arm(claim);
     const signal = opts?.signal;
     const onAbort = (): void => {
       queue.fail(signal?.reason);
-      slot.unsubscribe(queue);
+      claim.unsubscribe(queue);
     };
     const queue: WatchQueue<ClaimWatchItem> = new WatchQueue(() => {
-      slot.unsubscribe(queue);
+      claim.unsubscribe(queue);
       signal?.removeEventListener("abort", onAbort);
     });
     if (signal?.aborted === true) {
       queue.fail(signal.reason);
     } else {
-      slot.subscribe(queue, opts?.afterVersion);
+      claim.subscribe(queue, opts?.afterVersion);
       signal?.addEventListener("abort", onAbort, { once: true });
     }
     return queue;
@@ -301,10 +280,10 @@ export class MemoryClaimsBackend implements ClaimsBackend {
       inProcess(undefined, () => {
         this.enter(opts);
         const nowMs = this.clock.nowMs();
-        const items = [...this.claims.values()].flatMap((slot) => {
+        const items = [...this.claims.values()].flatMap((claim) => {
           // Lazy expiry, as a read of the claim would apply it.
-          if (slot.record !== undefined) slot.run({ kind: "expire" }, nowMs);
-          return slot.record === undefined ? [] : [{ key: slot.name, wire: claimToWire(slot.record) }];
+          if (claim.record !== undefined) claim.run({ kind: "expire" }, nowMs);
+          return claim.record === undefined ? [] : [{ key: claim.name, wire: claimToWire(claim.record) }];
         });
         const page = memoryPage({
           route: listClaims,
@@ -377,21 +356,21 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   }
 
   /** (Re-)arm the expiry timer of a claim at its deadline on the injected clock. */
-  private arm(slot: MemoryClaimSlot): void {
-    const deadline = nextDeadlineMs(slot.record);
-    const previous = this.timers.get(slot.name);
+  private arm(claim: MemoryClaim): void {
+    const deadline = nextDeadlineMs(claim.record);
+    const previous = this.timers.get(claim.name);
     if (previous !== undefined && previous.deadline === deadline) return; // already armed there
     previous?.controller.abort();
-    this.timers.delete(slot.name);
+    this.timers.delete(claim.name);
     if (deadline === undefined || this.closed) return;
     const armed = { deadline, controller: new AbortController() };
-    this.timers.set(slot.name, armed);
+    this.timers.set(claim.name, armed);
     this.clock.sleep(deadline - this.clock.nowMs(), armed.controller.signal).then(
       () => {
-        if (this.timers.get(slot.name) !== armed) return;
-        this.timers.delete(slot.name);
-        slot.run({ kind: "expire" }, this.clock.nowMs());
-        this.arm(slot);
+        if (this.timers.get(claim.name) !== armed) return;
+        this.timers.delete(claim.name);
+        claim.run({ kind: "expire" }, this.clock.nowMs());
+        this.arm(claim);
       },
       () => {},
     );

@@ -2,7 +2,7 @@
  * ClaimHandle: one named claim of a generation session, as the service sees it — acquire
  * it, wait for it, adopt it after a handoff, release it.
  *
- * Guarantees (the work is done by the session's internal `ClaimSlot`, claim-slot.ts):
+ * Guarantees (the work is done by the session's internal `SessionClaim`, session-claim.ts):
  * - At most one live {@link Lease} per handle; concurrent `tryAcquire`/`waitForOwnership`
  *   callers share one backend call and receive the same lease.
  * - No orphan ownership: an acquire that succeeds after every caller gave up (signal
@@ -17,25 +17,25 @@
  * server's TTL does that).
  */
 import type { ClaimRecord } from "../../protocol/claims.ts";
-import type { ClaimAcquireOptions, ClaimSlot, ClaimWaitOptions } from "./claim-slot.ts";
+import type { ClaimAcquireOptions, SessionClaim, ClaimWaitOptions } from "./session-claim.ts";
 import type { Lease } from "./lease.ts";
 
 export class ClaimHandle {
-  readonly #slot: ClaimSlot;
+  readonly #claim: SessionClaim;
 
   /** Handles are made by `GenerationSession.claim(name)`. */
-  constructor(slot: ClaimSlot) {
-    this.#slot = slot;
+  constructor(claim: SessionClaim) {
+    this.#claim = claim;
   }
 
   /** The claim's name. */
   get name(): string {
-    return this.#slot.name;
+    return this.#claim.name;
   }
 
   /** The live lease, if this generation holds the claim. */
   get lease(): Lease | undefined {
-    return this.#slot.lease;
+    return this.#claim.lease;
   }
 
   /**
@@ -43,7 +43,7 @@ export class ClaimHandle {
    * generation owns or reserves the claim.
    */
   tryAcquire(opts: ClaimAcquireOptions = {}): Promise<Lease> {
-    return this.#slot.tryAcquire(opts);
+    return this.#claim.tryAcquire(opts);
   }
 
   /**
@@ -53,7 +53,7 @@ export class ClaimHandle {
    * claim to this generation, this adopts it with the committed token.
    */
   waitForOwnership(opts: ClaimWaitOptions = {}): Promise<Lease> {
-    return this.#slot.waitForOwnership(opts);
+    return this.#claim.waitForOwnership(opts);
   }
 
   /**
@@ -62,11 +62,11 @@ export class ClaimHandle {
    * handoff result carries it). A renew is sent at once to confirm ownership.
    */
   adopt(record: ClaimRecord, deadlineMs: number): Lease {
-    return this.#slot.adopt(record, deadlineMs);
+    return this.#claim.adopt(record, deadlineMs);
   }
 
   /** Release the current lease, if any (see {@link Lease.release}). */
   release(): Promise<void> {
-    return this.#slot.release();
+    return this.#claim.release();
   }
 }

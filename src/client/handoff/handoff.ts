@@ -30,7 +30,7 @@ import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
 import { runStep } from "./batch-steps.ts";
-import { REFUSED, type ClaimSlot } from "./claim-slot.ts";
+import { REFUSED, type SessionClaim } from "./session-claim.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { DrainGroup } from "./drain-group.ts";
 import type { RuntimeEvents } from "./events.ts";
@@ -55,7 +55,7 @@ export interface HandoffHost {
 const ABORT_REFUSED = ["no_transfer", "not_owner", "stale_token", "evicted"] as const;
 
 interface Member {
-  handle: ClaimSlot;
+  handle: SessionClaim;
   lease: Lease;
   operationIds: { prepare: string; commit: string; abort: string };
 }
@@ -75,7 +75,7 @@ export class Handoff {
   constructor(
     private readonly host: HandoffHost,
     readonly successor: string,
-    handles: ClaimSlot[],
+    handles: SessionClaim[],
     readonly drainPoint: DrainPoint = "before-prepare",
   ) {
     this.fromState = host.state;

@@ -6,7 +6,7 @@
 export { GenerationSession, type CloseOptions } from "./session.ts";
 export type { GenerationSessionConfig } from "./config.ts";
 export { ClaimHandle } from "./claim-handle.ts";
-export type { ClaimAcquireOptions, ClaimWaitOptions } from "./claim-slot.ts";
+export type { ClaimAcquireOptions, ClaimWaitOptions } from "./session-claim.ts";
 export { Lease } from "./lease.ts";
 export { DrainGroup } from "./drain-group.ts";
 export { Handoff } from "./handoff.ts";

@@ -28,7 +28,7 @@ import { ShiftlockError } from "../../protocol/errors.ts";
 import { nameProblem } from "../../protocol/names.ts";
 import { canTransition } from "../../core/generation-machine.ts";
 import { ClaimHandle } from "./claim-handle.ts";
-import { ClaimSlot, type SessionContext } from "./claim-slot.ts";
+import { SessionClaim, type SessionContext } from "./session-claim.ts";
 import { resolveConfig, type GenerationSessionConfig, type ResolvedConfig } from "./config.ts";
 import { DrainGroup } from "./drain-group.ts";
 import { RuntimeEvents, type RuntimeEvent, type RuntimeEventType, type RuntimeListener } from "./events.ts";
@@ -48,12 +48,12 @@ export class GenerationSession implements AsyncDisposable {
   readonly drain = new DrainGroup();
   private readonly events: RuntimeEvents;
   private stateNow: GenerationState = "joining";
-  private readonly slots = new Map<string, { slot: ClaimSlot; handle: ClaimHandle }>();
+  private readonly claims = new Map<string, { claim: SessionClaim; handle: ClaimHandle }>();
   private readonly closeController = new AbortController();
   private stateChain: Promise<void> = Promise.resolve();
   private seq = 0;
   private current: Handoff | undefined;
-  /** What claim slots and handoffs may ask of this session. */
+  /** What the session's claims and handoffs may ask of it. */
   private readonly host: SessionContext & HandoffHost;
 
   /** Validate the config. Call {@link register} (or use {@link GenerationSession.open}) next. */
@@ -149,17 +149,17 @@ export class GenerationSession implements AsyncDisposable {
     const problem = nameProblem(name);
     if (problem !== undefined)
       throw new ShiftlockError("invalid_request", `claim name: ${problem}`, { field: "claim" });
-    let entry = this.slots.get(name);
+    let entry = this.claims.get(name);
     if (entry === undefined) {
-      const slot = new ClaimSlot(name, this.host);
-      this.slots.set(name, (entry = { slot, handle: new ClaimHandle(slot) }));
+      const claim = new SessionClaim(name, this.host);
+      this.claims.set(name, (entry = { claim, handle: new ClaimHandle(claim) }));
     }
     return entry.handle;
   }
 
   /** Names of the claims this generation currently holds a lease on. */
   heldClaims(): string[] {
-    return [...this.slots.values()].filter(({ slot }) => slot.lease !== undefined).map(({ slot }) => slot.name);
+    return [...this.claims.values()].filter(({ claim }) => claim.lease !== undefined).map(({ claim }) => claim.name);
   }
 
   /**
@@ -190,7 +190,7 @@ export class GenerationSession implements AsyncDisposable {
     this.current = new Handoff(
       this.host,
       successor,
-      [...this.slots.values()].map(({ slot }) => slot),
+      [...this.claims.values()].map(({ claim }) => claim),
       opts.drain,
     );
     return this.current;
@@ -233,15 +233,15 @@ export class GenerationSession implements AsyncDisposable {
     this.closeController.abort(closedError());
     this.drain.close();
     const releases: Promise<void>[] = [];
-    for (const { slot } of this.slots.values()) {
-      if (opts.release !== false && slot.lease !== undefined) {
+    for (const { claim } of this.claims.values()) {
+      if (opts.release !== false && claim.lease !== undefined) {
         releases.push(
-          slot.release().catch((err: unknown) => {
-            this.events.emit("error", { op: "close-release", claim: slot.name, error: err as Error });
+          claim.release().catch((err: unknown) => {
+            this.events.emit("error", { op: "close-release", claim: claim.name, error: err as Error });
           }),
         );
       } else {
-        slot.endLease("closed");
+        claim.endLease("closed");
       }
     }
     await Promise.all(releases);
@@ -294,7 +294,7 @@ export class GenerationSession implements AsyncDisposable {
     this.transition("retired", "retired");
     this.closeController.abort(closedError());
     this.drain.close();
-    for (const { slot } of this.slots.values()) slot.endLease("closed");
+    for (const { claim } of this.claims.values()) claim.endLease("closed");
     this.events.emit("closed", {});
   }
 }

@@ -28,7 +28,7 @@ function watchItem(event: ClaimEvent): ClaimWatchItem {
   return { type: "event", reason, claim: { ...claim }, timeMs, ...(note === undefined ? {} : { note }) };
 }
 
-export class MemoryClaimSlot {
+export class MemoryClaim {
   record: ClaimRecord | undefined;
   private readonly operations = new Map<string, OperationRecord>();
   private readonly history: ClaimEvent[] = [];

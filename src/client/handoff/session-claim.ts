@@ -1,5 +1,5 @@
 /**
- * ClaimSlot: the runtime's side of one named claim of a generation session — acquiring it,
+ * SessionClaim: the runtime's side of one named claim of a generation session — acquiring it,
  * keeping it renewed, releasing it, adopting it after a handoff, and what the session and
  * a handoff may do to it. `ClaimHandle` is its public face; nothing here is exported from
  * the package entry.
@@ -66,7 +66,7 @@ interface Held {
   renewStop: AbortController;
 }
 
-export class ClaimSlot {
+export class SessionClaim {
   private current: Held | undefined;
   private inflight: Promise<Lease> | undefined;
   private readonly interested = new Set<object>();

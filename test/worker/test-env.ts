@@ -1,0 +1,13 @@
+// The bindings as the worker tests see them: the test entry (test-entry.ts) binds CLAIMS,
+// SCOPES and GENERATIONS to its subclasses, which the Env generated from wrangler.toml
+// cannot know. Stubs taken from here reach the subclasses' `hooks` in runInDurableObject.
+import { env } from "cloudflare:workers";
+import type { ClaimObject, GenerationObject, ScopeObject } from "./test-entry.ts";
+
+type TestEnv = Omit<Env, "CLAIMS" | "SCOPES" | "GENERATIONS"> & {
+  CLAIMS: DurableObjectNamespace<ClaimObject>;
+  SCOPES: DurableObjectNamespace<ScopeObject>;
+  GENERATIONS: DurableObjectNamespace<GenerationObject>;
+};
+
+export const testEnv = env as unknown as TestEnv;
