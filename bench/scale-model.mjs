@@ -67,6 +67,13 @@ export function unionMs(/** @type {[number, number][]} */ intervals) {
   return total;
 }
 
+/** What a meter line counts, summed as they are (alarmsSet is absent from older lines). */
+const TALLIES = /** @type {const} */ (["rowsRead", "rowsWritten", "frames", "deliveries", "alarmsSet"]);
+
+function zeroTallies() {
+  return { rowsRead: 0, rowsWritten: 0, frames: 0, deliveries: 0, alarmsSet: 0 };
+}
+
 /**
  * Counts per object for each phase (a line belongs to the phase its call started in).
  * @param {MeterLine[]} lines
@@ -82,26 +89,12 @@ export function countByPhase(lines, phases) {
     const objects = /** @type {Map<string, ObjectCounts>} */ (out.get(phase.name));
     let c = objects.get(line.obj);
     if (c === undefined) {
-      c = {
-        requests: 0,
-        alarms: 0,
-        rowsRead: 0,
-        rowsWritten: 0,
-        frames: 0,
-        deliveries: 0,
-        alarmsSet: 0,
-        busyMs: 0,
-        intervals: [],
-      };
+      c = { requests: 0, alarms: 0, ...zeroTallies(), busyMs: 0, intervals: [] };
       objects.set(line.obj, c);
     }
     if (line.op === "alarm") c.alarms++;
     else c.requests++;
-    c.rowsRead += line.rowsRead;
-    c.rowsWritten += line.rowsWritten;
-    c.frames += line.frames;
-    c.deliveries += line.deliveries;
-    c.alarmsSet += line.alarmsSet ?? 0;
+    for (const k of TALLIES) c[k] += line[k] ?? 0;
     c.intervals.push([line.startMs, line.startMs + Math.max(line.durMs, 0)]);
   }
   for (const objects of out.values()) for (const c of objects.values()) c.busyMs = unionMs(c.intervals);
@@ -114,28 +107,16 @@ export function countByPhase(lines, phases) {
  * @param {number} seconds
  */
 export function summarize(objects, seconds) {
-  /** @type {Record<string, { objects: number, requests: number, alarms: number, rowsRead: number, rowsWritten: number, frames: number, deliveries: number, busyS: number }>} */
+  /** @type {Record<string, { objects: number, requests: number, alarms: number, rowsRead: number, rowsWritten: number, frames: number, deliveries: number, alarmsSet: number, busyS: number }>} */
   const byKind = {};
   let busiest = { obj: "", kind: "", reqPerS: 0 };
   for (const [obj, c] of objects) {
     const kind = kindOf(obj);
-    const k = (byKind[kind] ??= {
-      objects: 0,
-      requests: 0,
-      alarms: 0,
-      rowsRead: 0,
-      rowsWritten: 0,
-      frames: 0,
-      deliveries: 0,
-      busyS: 0,
-    });
+    const k = (byKind[kind] ??= { objects: 0, requests: 0, alarms: 0, ...zeroTallies(), busyS: 0 });
     k.objects++;
     k.requests += c.requests;
     k.alarms += c.alarms;
-    k.rowsRead += c.rowsRead;
-    k.rowsWritten += c.rowsWritten;
-    k.frames += c.frames;
-    k.deliveries += c.deliveries;
+    for (const t of TALLIES) k[t] += c[t];
     k.busyS += c.busyMs / 1000;
     const reqPerS = (c.requests + c.alarms) / seconds;
     if (reqPerS > busiest.reqPerS) busiest = { obj, kind, reqPerS };
