@@ -88,11 +88,6 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
   protected mutate<Step>(steps: MutationSteps<Step>): Mutated<Step> {
     return runMutation(this.alarms, this.outbox, steps);
   }
-
-  /** Deliver this object's pending listing entry now (tests and tools). */
-  async flushIndex(): Promise<void> {
-    await this.outbox.flush();
-  }
 }
 
 export abstract class WatchedObject extends ShiftlockObject {

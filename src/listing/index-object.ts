@@ -19,7 +19,7 @@ import { ShiftlockObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import { CLAIM_PHASES } from "../protocol/claims.ts";
 import { COUNTER_NAMES, type CounterWindow, type Stats } from "../protocol/listing.ts";
-import type { IndexBatch, IndexEntry } from "../core/listing-entry.ts";
+import type { IndexBatch } from "../core/listing-entry.ts";
 import { IndexStore, type PageQuery } from "./index-store.ts";
 
 /** One page as the index answers it: records as their stored wire JSON, the last key, more or not. */
@@ -44,15 +44,6 @@ export class NamespaceIndex extends ShiftlockObject {
   /** One shard's batch: newer entries, summed counters. */
   applyBatch(batch: IndexBatch): void {
     this.store.applyBatch(batch.entries, batch.counters, this.clock.nowMs());
-  }
-
-  /** Seed entries directly (tests and tools that rebuild an index). */
-  seed(entries: readonly IndexEntry[]): void {
-    this.store.applyBatch(
-      entries.map((value) => ({ seq: 1, value })),
-      {},
-      this.clock.nowMs(),
-    );
   }
 
   /** A page of `q.kind` (see {@link IndexStore.page}). */

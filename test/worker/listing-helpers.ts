@@ -1,11 +1,11 @@
 // Settle a namespace's listing deterministically: deliver what the named objects staged, then
-// run every listing shard's forwarding alarm (no waiting for the 200 ms coalescing window or
+// run every listing shard's forwarding alarm (no waiting for the objects' coalescing window or
 // the shards' forwarding window).
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { DEFAULT_LISTING_SHARDS, listingShardCount } from "../../src/core/listing-shard.ts";
 import { objectName } from "../../src/durable/object-names.ts";
-import type { ShiftlockObject } from "../../src/durable/object-base.ts";
+import type { Flushable } from "./test-entry.ts";
 import type { IndexShard } from "../../src/listing/index-shard.ts";
 
 /** The shard count the test worker runs with. */
@@ -19,7 +19,7 @@ export function shardStub(ns: string, shard: number): DurableObjectStub<IndexSha
 
 /** Deliver each object's staged entry, then forward every shard's pending batch. */
 export async function settleListing(ns: string, objects: readonly DurableObjectStub[] = []): Promise<void> {
-  for (const stub of objects) await runInDurableObject(stub, (o) => (o as ShiftlockObject).flushIndex());
+  for (const stub of objects) await runInDurableObject(stub, (o) => (o as unknown as Flushable).flushIndex());
   for (let i = 0; i < SHARDS; i++) await runDurableObjectAlarm(shardStub(ns, i));
 }
 

@@ -3,12 +3,12 @@
 // keepalives deliver nothing, every page reads at most `limit + 1` rows whatever the filter,
 // stats read tallies, queued waiters reach the listing, and nothing stays armed once idle.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ClaimObject } from "./test-entry.ts";
 import type { IndexEntry } from "../../src/core/listing-entry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
-import type { NamespaceIndex } from "../../src/listing/index-object.ts";
+import type { NamespaceIndex } from "./test-entry.ts";
+import { testEnv } from "./test-env.ts";
 import { READ, claimStub, claimUrl, get, post, unique } from "./claims-helpers.ts";
 import { del, scopeStub, uniqueScope } from "./coord-helpers.ts";
 import { armedShards, settleListing } from "./listing-helpers.ts";
@@ -17,7 +17,7 @@ import { restartObject } from "./object-helpers.ts";
 const TTL_MS = 60_000;
 
 function indexStub(ns: string): DurableObjectStub<NamespaceIndex> {
-  return env.INDEX.getByName(objectName(ns, "index"));
+  return testEnv.INDEX.getByName(objectName(ns, "index"));
 }
 
 async function outboxSeq(stub: DurableObjectStub): Promise<number> {

@@ -10,7 +10,8 @@ import { restartObject } from "./object-helpers.ts";
 import { settleListing } from "./listing-helpers.ts";
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { NamespaceIndex } from "../../src/listing/index-object.ts";
+import type { NamespaceIndex } from "./test-entry.ts";
+import { testEnv } from "./test-env.ts";
 import type { IndexEntry } from "../../src/core/listing-entry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import { compareUtf8 } from "../../src/core/listing-cursor.ts";
@@ -23,7 +24,7 @@ beforeAll(async () => {
 const TTL_MS = 60_000;
 
 function indexStub(ns: string): DurableObjectStub<NamespaceIndex> {
-  return env.INDEX.getByName(objectName(ns, "index"));
+  return testEnv.INDEX.getByName(objectName(ns, "index"));
 }
 
 function listUrl(ns: string, list: string, query: Record<string, string> = {}): string {

@@ -8,7 +8,7 @@
 import { env, exports } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { inlineSchema } from "../../src/http/openapi.ts";
-import type { ShiftlockObject } from "../../src/durable/object-base.ts";
+import type { Flushable } from "./test-entry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { fillPath, pathParamNames } from "../../src/protocol/route.ts";
@@ -156,7 +156,8 @@ export async function settleWorld(w: World, route?: RouteSpec): Promise<void> {
   // Every object's delivery ends now rather than in the background (where it would write its
   // delivered mark between the snapshots); a listing route also has the shards forward.
   if (route?.tag === "listing") await settleListing(w.ns, worldStubs(w));
-  else for (const stub of worldStubs(w)) await runInDurableObject(stub, (o) => (o as ShiftlockObject).flushIndex());
+  else
+    for (const stub of worldStubs(w)) await runInDurableObject(stub, (o) => (o as unknown as Flushable).flushIndex());
   for (const stub of stubs) {
     // Only alarms due within a test's span: not the expiries of the world's hour-long claim
     // and leases (and running an alarm costs far more than reading when it is due).

@@ -16,10 +16,18 @@
  * fresh `hooks`.
  */
 import { ClaimObject as ServiceClaimObject } from "../../src/claims/claim-object.ts";
+import type { IndexEntry } from "../../src/core/listing-entry.ts";
+import type { ShiftlockObject } from "../../src/durable/object-base.ts";
+import { NamespaceIndex as ServiceNamespaceIndex } from "../../src/listing/index-object.ts";
 import { type ScopeSettings, ScopeObject as ServiceScopeObject, scopeSettings } from "../../src/coord/scope-object.ts";
 import { GenerationObject as ServiceGenerationObject } from "../../src/generations/generation-object.ts";
 
-export { default, IndexShard, NamespaceIndex } from "../../src/index.ts";
+export { default, IndexShard } from "../../src/index.ts";
+
+/** Any of the test objects that feed the listing: their staged entry delivered on demand. */
+export interface Flushable {
+  flushIndex(): Promise<void>;
+}
 
 /** An object's settings, as a test may change them. */
 export type TestHooks = { -readonly [K in keyof ScopeSettings]: ScopeSettings[K] };
@@ -29,8 +37,8 @@ export type TestHooks = { -readonly [K in keyof ScopeSettings]: ScopeSettings[K]
  * `(ctx, env)`; the Durable Object classes take their settings as a third argument).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a mixin's constructor must take `any[]`
-function withHooks<T extends new (...args: any[]) => object>(Base: T) {
-  return class extends Base {
+function withHooks<T extends abstract new (...args: any[]) => ShiftlockObject>(Base: T) {
+  abstract class WithHooks extends Base {
     /** This instance's clock and limits (see the module comment). */
     readonly hooks: TestHooks;
 
@@ -41,7 +49,13 @@ function withHooks<T extends new (...args: any[]) => object>(Base: T) {
       super(ctx, env, hooks);
       this.hooks = hooks;
     }
-  };
+
+    /** Deliver this object's pending listing entry now, without its coalescing window. */
+    async flushIndex(): Promise<void> {
+      await this.outbox.flush();
+    }
+  }
+  return WithHooks;
 }
 
 export class ClaimObject extends withHooks(ServiceClaimObject) {}
@@ -54,3 +68,10 @@ export class ScopeObject extends withHooks(ServiceScopeObject) {
 }
 
 export class GenerationObject extends withHooks(ServiceGenerationObject) {}
+
+export class NamespaceIndex extends ServiceNamespaceIndex {
+  /** Put entries straight into the index, as a shard's batch of first versions would. */
+  seed(entries: readonly IndexEntry[]): void {
+    this.applyBatch({ entries: entries.map((value) => ({ seq: 1, value })), counters: {}, atMs: this.clock.nowMs() });
+  }
+}
