@@ -49,6 +49,8 @@ export interface Op {
   command: ClaimCommand;
   /** The record of a success. */
   answer: ClaimRecord | undefined;
+  /** The record a refusal carried (claim_held does): it was decided at that version. */
+  seen: ClaimRecord | undefined;
   startMs: number;
   endMs: number;
 }

@@ -18,8 +18,8 @@
  * so the search is small; past {@link BUDGET} steps it gives the gap up (its operations
  * are counted unchecked) and resumes at the next answered version, whose record is exact.
  *
- * Refusals carry no version: each must fit some state of the
- * replayed chain — one that could still have been current inside its window, where the
+ * Refusals carry no version (claim_held carries the record it saw: then that record must be
+ * the state it fits): each must fit some state of the replayed chain — one that could still have been current inside its window, where the
  * machine refuses it with its code — and, in the order the refusals completed, no earlier
  * version than a refusal that completed before it began. A refusal of a stretch given up
  * (or broken by a violation) that fits nowhere is unchecked, not a violation.
@@ -109,10 +109,12 @@ function prepare(op: ClaimOp, nextCrash: (t: number) => number): Op | undefined 
     return { ...o, endMs: op.completeMs + SLACK_MS };
   }
   const answer = op.result.type === "ok" ? claimRecordSchema.parse(op.result.claim) : undefined;
+  const carried = op.result.type === "error" ? op.result.claim : undefined;
   return {
     op,
     command,
     answer,
+    seen: carried === undefined ? undefined : claimRecordSchema.parse(carried),
     startMs: Math.max(op.invokeMs, answer === undefined ? 0 : appliedNotBefore(op.verb, answer)) - SLACK_MS,
     endMs:
       op.result.type === "unknown"
@@ -360,6 +362,7 @@ function placeRefusals(
     for (; i < epochs.length && minLoFrom[i]! <= r.endMs; i++) {
       const e = epochs[i]!;
       if (e.version < bound || e.hi < r.startMs || e.state.nowLo > r.endMs) continue;
+      if (r.seen !== undefined && logicalKey(r.seen) !== logicalKey(e.state.record)) continue;
       const placed = apply(name, e.state, { ...r, endMs: Math.min(r.endMs, e.hi) });
       if (placed.some((n) => versionOf(n.record) === e.version)) {
         fit = e;

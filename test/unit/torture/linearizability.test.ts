@@ -146,6 +146,23 @@ describe("linearizability checker, anchored on versions: planted violations", ()
     expect(messages(history)).toEqual([expect.stringMatching(/^c: no state explains a refusal: renew#\d+/)]);
   });
 
+  it("a claim_held refusal carrying a record the claim never had", () => {
+    const history = [
+      op("acquire", "c", acquire("g1", "a"), 0, 10, ok({ claim: owned("g1", "1", "1", 5, 1000) })),
+      op(
+        "acquire",
+        "c",
+        acquire("g2", "b"),
+        20,
+        30,
+        refused("claim_held", 409, { claim: owned("g9", "1", "1", 5, 1000) }),
+      ),
+    ];
+    expect(messages(history)).toEqual([
+      expect.stringMatching(/^c: no state explains a refusal: acquire#\d+.*claim_held/),
+    ]);
+  });
+
   it("refusals out of real-time order: one saw the new state, a later one the old", () => {
     const released = record({ version: "2", fencingToken: "1", previousOwner: "g1", reason: "released" });
     const history = [
@@ -192,9 +209,13 @@ describe("linearizability checker, anchored on versions: planted violations", ()
         610,
         ok({ claim: record({ version: "8", fencingToken: "1", reason: "released" }) }),
       ),
+      // From v8's record on, the check resumes: a second holder is caught.
+      op("acquire", "c", acquire("g2", "b"), 700, 710, ok({ claim: owned("g2", "2", "9", 705, 1000) })),
+      op("acquire", "c", acquire("g3", "c"), 720, 730, ok({ claim: owned("g3", "3", "10", 725, 1000) })),
     ];
     const result = checkLinearizability(history);
-    expect(result).toMatchObject({ violations: [], gaveUp: 1, unchecked: 2 });
+    expect(result).toMatchObject({ gaveUp: 1, unchecked: 2 });
+    expect(result.violations.map((v) => v.message)).toEqual([expect.stringMatching(/^c: nothing produces v10 /)]);
   });
 });
 
