@@ -43,6 +43,7 @@ import {
   isHeldRecord,
   logicalKey,
   MACHINE_CODES,
+  stateKey,
   versionOf,
   type Op,
   type State,
@@ -276,7 +277,12 @@ function advance(
   const step = (): void => {
     if (++budget.steps > BUDGET) throw new GiveUp();
   };
+  // Orders of the same unanswered operations that end in the same state end alike.
+  const seen = new Set<string>();
   const visit = (s: State, used: ReadonlySet<number>, path: State[]): void => {
+    const key = `${stateKey(s)}|${[...used].sort((x, y) => x - y).join(",")}`;
+    if (seen.has(key)) return;
+    seen.add(key);
     for (const p of at) {
       step();
       for (const n of apply(name, s, p)) if (versionOf(n.record) === v) reached(n, used, p, [...path, s]);
