@@ -18,6 +18,9 @@
  * so the search is small; past {@link BUDGET} steps it gives the gap up (its operations
  * are counted unchecked) and resumes at the next answered version, whose record is exact.
  *
+ * After the last answered version, the states up to {@link TRAIL_DEPTH} unanswered operations
+ * may have led to are tried too.
+ *
  * Refusals carry no version (claim_held carries the record it saw: then that record must be
  * the state it fits): each must fit some state of the replayed chain — one that could still have been current inside its window, where the
  * machine refuses it with its code — and, in the order the refusals completed, no earlier
@@ -235,9 +238,8 @@ function checkClaim(
     }
     ({ branches, complete } = prune(next, unknowns, complete));
   }
-  for (const b of branches) {
-    const e = expired(name, b.state);
-    if (e !== undefined) addEpoch(e);
+  if (!trail(name, branches, unknowns, maxSpan, addEpoch)) {
+    holes.push([Math.min(...branches.map((b) => b.state.nowLo)), Infinity]);
   }
   placeRefusals(name, [...epochs.values()], refusals, holes, result);
 }
@@ -311,6 +313,43 @@ function advance(
   };
   visit(from.state, from.used, []);
   return out;
+}
+
+/** How many unanswered operations may take effect after the last answered version, in the states refusals may fit. */
+export const TRAIL_DEPTH = 3;
+
+/**
+ * The states after the last answered version: no success fixes them, but an unanswered
+ * operation may still have taken effect (and a refusal seen it). Up to {@link TRAIL_DEPTH}
+ * of them, within the budget; false when that cut the search short.
+ */
+function trail(
+  name: string,
+  branches: Branch[],
+  unknowns: Op[],
+  maxSpan: number,
+  addEpoch: (s: State) => void,
+): boolean {
+  let steps = 0;
+  let whole = true;
+  const walk = (s: State, used: ReadonlySet<number>, depth: number): void => {
+    addEpoch(s);
+    const lapsed = expired(name, s);
+    if (lapsed !== undefined) addEpoch(lapsed);
+    const version = versionOf(s.record);
+    for (let i = unknowns.length - 1; i >= 0 && unknowns[i]!.startMs >= s.nowLo - maxSpan; i--) {
+      if (used.has(i) || unknowns[i]!.endMs < s.nowLo) continue;
+      if (depth === TRAIL_DEPTH || ++steps > BUDGET) {
+        whole = false;
+        return;
+      }
+      for (const n of apply(name, s, unknowns[i]!)) {
+        if (versionOf(n.record) > version) walk(n, new Set(used).add(i), depth + 1);
+      }
+    }
+  };
+  for (const b of branches) walk(b.state, b.used, 0);
+  return whole;
 }
 
 function wireKey(record: ClaimRecord): string {

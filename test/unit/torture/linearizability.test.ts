@@ -47,6 +47,16 @@ describe("linearizability checker", () => {
     expect(result).toMatchObject({ gaveUp: 0, unchecked: 0, checked: 5 });
   });
 
+  it("places a refusal on a state an unanswered operation led to after the last answered version", () => {
+    const history = [
+      op("acquire", "c", acquire("g1", "a"), 0, 10, ok({ claim: owned("g1", "1", "1", 5, 100_000) })),
+      op("release", "c", { generationId: "g1", token: "1", operationId: "r" }, 20, 30, unknown),
+      // Only after the release took effect can the holder's renew be refused so.
+      op("renew", "c", renew("g1", "1", "b"), 40, 50, refused("not_owner")),
+    ];
+    expect(checkLinearizability(history)).toMatchObject({ violations: [], unchecked: 0 });
+  });
+
   it("judges a long stretch of overlapping operations without giving up", () => {
     // 1,500 renews, each overlapping the next hundred, and as many refused acquires
     // spanning all of them: one unbroken stretch, which the version order makes short work of.
