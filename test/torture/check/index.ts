@@ -65,7 +65,7 @@ const CHECKERS: Checker[] = [
         violations: r.violations,
         unchecked: r.unchecked,
         notes: [
-          `${r.checked} ops judged over ${r.versions} answered versions; ${r.unchecked} unchecked (${r.gaveUp} stretches given up past the budget, and bodies the route refuses)`,
+          `${r.checked} ops judged over ${r.versions} answered versions; ${r.unchecked} unchecked (${r.gaveUp} stretches given up past the budget, refusals nothing judged around them, bodies the route refuses)`,
         ],
       };
     },
