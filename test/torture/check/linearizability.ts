@@ -280,11 +280,12 @@ function advance(
     if (++budget.steps > BUDGET) throw new GiveUp();
   };
   // Orders of the same unanswered operations that end in the same state end alike.
-  const seen = new Set<string>();
+  // (A state reached with the same operations used no earlier than before adds nothing.)
+  const seen = new Map<string, number>();
   const visit = (s: State, used: ReadonlySet<number>, path: State[]): void => {
-    const key = `${stateKey(s)}|${[...used].sort((x, y) => x - y).join(",")}`;
-    if (seen.has(key)) return;
-    seen.add(key);
+    const key = `${stateKey({ ...s, nowLo: 0 })}|${[...used].sort((x, y) => x - y).join(",")}`;
+    if ((seen.get(key) ?? Infinity) <= s.nowLo) return;
+    seen.set(key, s.nowLo);
     for (const p of at) {
       step();
       for (const n of apply(name, s, p)) if (versionOf(n.record) === v) reached(n, used, p, [...path, s]);
@@ -361,8 +362,9 @@ function matchesDeadline(s: State, answer: ClaimRecord): boolean {
 }
 
 /**
- * One branch per set of still-usable unanswered operations used (the earliest), at most
- * {@link MAX_BRANCHES}; `complete` turns false when some had to be dropped.
+ * One branch per set of still-usable unanswered operations used (the earliest), none that
+ * another dominates, at most {@link MAX_BRANCHES}; `complete` turns false when some had to
+ * be dropped.
  */
 function prune(next: Branch[], unknowns: Op[], complete: boolean): { branches: Branch[]; complete: boolean } {
   const best = new Map<string, Branch>();
@@ -372,7 +374,14 @@ function prune(next: Branch[], unknowns: Op[], complete: boolean): { branches: B
     const known = best.get(key);
     if (known === undefined || b.state.nowLo < known.state.nowLo) best.set(key, { ...b, used: new Set(live) });
   }
-  const branches = [...best.values()].sort((a, b) => a.state.nowLo - b.state.nowLo);
+  // A branch that used a subset of another's operations, no later, can do all it can.
+  const branches: Branch[] = [];
+  for (const b of [...best.values()].sort((x, y) => x.state.nowLo - y.state.nowLo)) {
+    const dominated = branches.some(
+      (k) => logicalKey(k.state.record) === logicalKey(b.state.record) && [...k.used].every((i) => b.used.has(i)),
+    );
+    if (!dominated) branches.push(b);
+  }
   return {
     branches: branches.slice(0, MAX_BRANCHES),
     complete: complete && branches.length <= MAX_BRANCHES,
