@@ -22,17 +22,20 @@
  * may have led to are tried too.
  *
  * Refusals carry no version (claim_held carries the record it saw: then that record must be
- * the state it fits): each must fit some state of the replayed chain — one that could still have been current inside its window, where the
- * machine refuses it with its code — and, in the order the refusals completed, no earlier
- * version than a refusal that completed before it began. A refusal of a stretch given up
- * (or broken by a violation) that fits nowhere is unchecked, not a violation.
+ * the state it fits): each must fit some state of the replayed chain — one that could still
+ * have been current inside its window, where the machine refuses it with its code — and, in
+ * the order the refusals completed, no earlier version than a refusal that completed before
+ * it began. A refusal of a stretch given up (or broken by a violation) that fits nowhere is
+ * unchecked, not a violation.
  *
  * Retries with the same operationId are one operation (observations.ts); refusals outside
  * the machine (operation_id_conflict, rate_limited, …) are treated as unanswered (the
  * server says they had no effect; the check only needs that they had at most one).
  *
  * Does not: judge several claims together (batches are per claim), nor the times of a
- * success beyond its window and its record's own clock readings.
+ * success beyond its window and its record's own clock readings; nor place refusals and
+ * changes jointly — a refusal is fitted against the chain's bounds, it does not move the
+ * instants of later changes (a relaxation: it can miss, never invent, a violation).
  */
 import { claimRecordSchema, claimToWire, type ClaimRecord } from "../../../src/protocol/claims.ts";
 import type { HistoryEntry } from "../history.ts";
