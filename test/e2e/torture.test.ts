@@ -30,9 +30,11 @@ describe("torture (short)", () => {
     child.stderr.on("data", (d: Buffer) => (output += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     const last = output.trim().split("\n").at(-1) ?? "";
-    const figures = /^ops (\d+), crashes (\d+), pauses (\d+), ambiguous (\d+), violations (\d+)$/.exec(last);
+    const figures = /^ops (\d+), crashes (\d+), pauses (\d+), ambiguous (\d+), unchecked (\d+), violations (\d+)$/.exec(
+      last,
+    );
     expect(figures, output).not.toBeNull();
-    const [, ops, crashes, , , violations] = figures!.map(Number);
+    const [, ops, crashes, , , , violations] = figures!.map(Number);
     expect(violations, output).toBe(0);
     expect(code, output).toBe(0);
     expect(crashes).toBeGreaterThanOrEqual(3);

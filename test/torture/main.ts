@@ -5,7 +5,8 @@
  *
  * Runs the torture test (runner.ts) against the server as `npm start` runs it, or re-checks
  * a saved history, then runs every checker (check/index.ts) and prints, last,
- * `ops N, crashes C, pauses P, ambiguous A, violations V`. Exit status 1 when V > 0, 2 for
+ * `ops N, crashes C, pauses P, ambiguous A, unchecked U, violations V` (U: operations a checker
+ * skipped or gave up on). Exit status 1 when V > 0, 2 for
  * bad arguments. The seed (printed first; random when not given) reproduces the run's
  * schedule: its operations, arguments and faults. SIGINT or SIGTERM ends a run early (the
  * server is stopped, the partial history checked).
@@ -86,6 +87,6 @@ for (const line of report.lines) log(line);
 const f = figures(history);
 log(`history ${historyPath}; refused ${f.refused}`);
 process.stdout.write(
-  `ops ${f.ops}, crashes ${f.crashes}, pauses ${f.pauses}, ambiguous ${f.ambiguous}, violations ${report.violations}\n`,
+  `ops ${f.ops}, crashes ${f.crashes}, pauses ${f.pauses}, ambiguous ${f.ambiguous}, unchecked ${report.unchecked}, violations ${report.violations}\n`,
 );
 process.exit(report.violations > 0 ? 1 : 0);

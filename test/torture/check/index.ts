@@ -2,8 +2,8 @@
  * Every checker over one history, and the report the command prints.
  *
  * Guarantees: each checker is a pure function of the history (see its file for what it
- * checks); a checker that gives up (the linearizability search past its budget) says so in
- * the report and does not count that as a violation.
+ * checks); operations a checker skips or gives up on (the linearizability search past its
+ * budget) are counted as `unchecked` in the report, never as violations.
  */
 import type { HistoryEntry } from "../history.ts";
 import { checkClaimRecords } from "./claim-records.ts";
@@ -17,13 +17,15 @@ import type { Violation } from "./observations.ts";
 
 export interface CheckReport {
   violations: number;
+  /** Operations a checker skipped or gave up on (today only linearizability does). */
+  unchecked: number;
   /** Human-readable lines: per-checker counts, then the first violations of each. */
   lines: string[];
 }
 
 interface Checker {
   name: string;
-  run: (history: readonly HistoryEntry[]) => { violations: Violation[]; notes?: string[] };
+  run: (history: readonly HistoryEntry[]) => { violations: Violation[]; notes?: string[]; unchecked?: number };
 }
 
 const CHECKERS: Checker[] = [
@@ -61,8 +63,9 @@ const CHECKERS: Checker[] = [
       const r = checkLinearizability(h);
       return {
         violations: r.violations,
+        unchecked: r.unchecked,
         notes: [
-          `${r.segments} segments; gave up on ${r.gaveUp} (${r.gaveUpOps} ops); ${r.skippedOps} ops not checked (after a give-up, or refusals the machine does not decide)`,
+          `${r.checked} ops judged over ${r.versions} answered versions; ${r.unchecked} unchecked (${r.gaveUp} stretches given up past the budget, refusals nothing judged around them, bodies the route refuses)`,
         ],
       };
     },
@@ -73,13 +76,15 @@ const CHECKERS: Checker[] = [
 export function runChecks(history: readonly HistoryEntry[], shown = 10): CheckReport {
   const lines: string[] = [];
   let violations = 0;
+  let unchecked = 0;
   for (const checker of CHECKERS) {
     const started = Date.now();
     const result = checker.run(history);
     violations += result.violations.length;
+    unchecked += result.unchecked ?? 0;
     lines.push(`check ${checker.name}: ${result.violations.length} violations (${Date.now() - started} ms)`);
     for (const note of result.notes ?? []) lines.push(`  ${note}`);
     for (const v of result.violations.slice(0, shown)) lines.push(`  VIOLATION ${v.message}`);
   }
-  return { violations, lines };
+  return { violations, unchecked, lines };
 }

@@ -1,51 +1,67 @@
 /**
  * Checker: single-claim linearizability against the claims machine (src/core/claim-machine.ts),
- * a Wing–Gong search with Lowe's memoisation (as Porcupine does), one claim at a time.
+ * anchored on versions, so it never has to search the whole history of a busy claim.
  *
- * The history of a claim is cut into segments where no operation spans the cut (every
- * earlier operation answered before any later one was asked). Within a segment the search
- * looks for an order of the operations that respects real time and in which the machine,
- * fed each operation at an instant inside its window, gives every answered operation its
- * answer: the same outcome and, for successes, the same record (owner, token, phase,
- * previous owner, successor, transfer and drain status, reason, version). Times are not
- * guessed: a success's record sets them, and in between the machine's deadline is an
- * interval, so expiry is tried both ways whenever the window allows either; within a way,
- * the machine is asked at both ends of the window, just after its start and at the last
- * heartbeat (the only instants where its outcome can differ).
+ * Every persisted change bumps a claim's version by exactly one, and every success answers
+ * the record at some version. So the successes fix the order of the changes: for each
+ * version some success answered, in ascending order, the check replays the machine
+ * (claim-step.ts) from the previous answered version to this one and asks that
+ * - one of the successes at this version produced it from there (or nothing had to: the
+ *   versions in between and this one came from unanswered operations or expiry), and every
+ *   other success at it changed nothing (a read, a repeated release, …): so two successes
+ *   with different records at one version, or a version nothing explains, are violations;
+ * - real time holds: nothing is placed before an instant at which an operation placed
+ *   earlier (at a lower version) had not yet been asked.
+ * Between two answered versions the search is exhaustive over the unanswered operations
+ * that could have taken effect there (each at most once, any instant after it was asked
+ * and before the next crash or {@link UNKNOWN_WINDOW_MS}); a gap is usually one version,
+ * so the search is small; past {@link BUDGET} steps it gives the gap up (its operations
+ * are counted unchecked) and resumes at the next answered version, whose record is exact.
  *
- * - An operation without an answer may take effect at any instant after it was asked, up to
- *   the next crash (the process that had it died), or never.
- * - Retries with the same operationId are one operation (observations.ts): a second
- *   application has no operation to explain it and fails the search.
- * - Bounded: a segment whose search passes {@link BUDGET} steps before finding an order,
- *   that ends in more than {@link MAX_STATES} possible states, or that holds more than
- *   {@link MAX_SEGMENT_OPS} operations (the search recurses once per operation placed), is
- *   given up (reported, not a violation); checking resumes at the next segment that starts
- *   with a lone answered operation. When the budget runs out after some orders were found,
- *   the next segment starts from those; if it then has no order, that is reported as given
- *   up too.
- * - Visited (operations done, state) pairs are remembered by a 64-bit Zobrist hash of the
- *   done set: a collision could prune a branch (odds ~2^-64 per pair).
+ * After the last answered version, the states up to {@link TRAIL_DEPTH} unanswered operations
+ * may have led to are tried too.
+ *
+ * Refusals carry no version (claim_held carries the record it saw: then that record must be
+ * the state it fits): each must fit some state of the replayed chain — one that could still
+ * have been current inside its window, where the machine refuses it with its code — and, in
+ * the order the refusals completed, no earlier version than a refusal that completed before
+ * it began. A refusal of a stretch given up (or broken by a violation) that fits nowhere is
+ * unchecked, not a violation.
+ *
+ * Retries with the same operationId are one operation (observations.ts); refusals outside
+ * the machine (operation_id_conflict, rate_limited, …) are treated as unanswered (the
+ * server says they had no effect; the check only needs that they had at most one).
+ *
+ * Does not: judge several claims together (batches are per claim), nor the times of a
+ * success beyond its window and its record's own clock readings; nor place refusals and
+ * changes jointly — a refusal is fitted against the chain's bounds, it does not move the
+ * instants of later changes (a relaxation: it can miss, never invent, a violation).
  */
-import { commandOf } from "../../../src/core/claim-command.ts";
-import { decideClaim, type ClaimCommand } from "../../../src/core/claim-machine.ts";
-import { CLAIM_MUTATIONS } from "../../../src/protocol/claim-routes.ts";
-import { claimRecordSchema, type ClaimRecord } from "../../../src/protocol/claims.ts";
+import { claimRecordSchema, claimToWire, type ClaimRecord } from "../../../src/protocol/claims.ts";
 import type { HistoryEntry } from "../history.ts";
+import {
+  apply,
+  commandFor,
+  describe,
+  describeState,
+  exact,
+  expired,
+  isHeldRecord,
+  logicalKey,
+  MACHINE_CODES,
+  stateKey,
+  versionOf,
+  type Op,
+  type State,
+} from "./claim-step.ts";
 import { crashes } from "./durability.ts";
 import { claimOps, groupBy, type ClaimOp, type Violation } from "./observations.ts";
 
 const CHECKER = "linearizability";
-/** Steps (operation applications) one segment may take before the search gives up. */
+/** Operation placements the search between two answered versions may try. */
 export const BUDGET = 100_000;
-/** Distinct end states a segment may leave before the search gives up. */
-export const MAX_STATES = 64;
-/**
- * Operations one segment may hold: the search recurses once per operation it places, and a
- * segment of a few thousand (48 clients on 12 claims, overlapping without a pause for
- * minutes) overflowed Node's stack in a 40-minute run. Such a segment is given up instead.
- */
-export const MAX_SEGMENT_OPS = 1_000;
+/** Possible pasts (which unanswered operations took effect) carried from one version to the next. */
+export const MAX_BRANCHES = 64;
 /**
  * How long after it was asked an unanswered operation may still take effect when no crash
  * ends it first: far beyond the longest pause (3.5 s) plus the client timeout.
@@ -53,353 +69,395 @@ export const MAX_SEGMENT_OPS = 1_000;
 const UNKNOWN_WINDOW_MS = 60_000;
 /** Clock slack (ms) between the client's and the server's readings of one instant. */
 const SLACK_MS = 5;
-/** Codes the machine decides; other refusals (e.g. operation_id_conflict) had no effect. */
-const MACHINE_CODES = new Set([
-  "claim_not_found",
-  "not_owner",
-  "stale_token",
-  "no_transfer",
-  "concurrent_transfer",
-  "token_overflow",
-  "claim_held",
-  "invalid_request",
-]);
-
-interface State {
-  record: ClaimRecord | undefined;
-  /** The deadline lies in [expLo, expHi] (exact after a success). */
-  expLo: number;
-  expHi: number;
-  /** No later operation happened before this instant. */
-  nowLo: number;
-}
-
-interface Op {
-  op: ClaimOp;
-  command: ClaimCommand;
-  answer: ClaimRecord | undefined;
-  startMs: number;
-  endMs: number;
-}
 
 export interface LinearizabilityResult {
   violations: Violation[];
-  /** Segments checked, and given up (with the operations in them). */
-  segments: number;
+  /** Operations judged: placed in the replayed order, or shown to have no place. */
+  checked: number;
+  /** Operations not judged: bodies the route refuses, and those of stretches given up. */
+  unchecked: number;
+  /** Stretches between two answered versions given up past the budget. */
   gaveUp: number;
-  gaveUpOps: number;
-  skippedOps: number;
+  /** Distinct versions answered, over all claims (the anchors of the replay). */
+  versions: number;
 }
 
-const LOGICAL = [
-  "ownerGeneration",
-  "fencingToken",
-  "phase",
-  "previousOwner",
-  "pendingSuccessor",
-  "drainStatus",
-  "transferStatus",
-  "reason",
-  "version",
-] as const;
-
-function logicalKey(record: ClaimRecord | undefined): string {
-  return record === undefined ? "-" : LOGICAL.map((k) => String(record[k])).join("|");
+/** One possible past: the state now, and which unanswered operations it used up. */
+interface Branch {
+  state: State;
+  used: ReadonlySet<number>;
+  /** The operation whose placement set `state.nowLo` (for a violation's evidence). */
+  last: Op | undefined;
 }
 
-function stateKey(s: State): string {
-  return `${logicalKey(s.record)}|${s.expLo}|${s.expHi}|${s.nowLo}`;
-}
-
-/**
- * The machine's command for an observed operation: its body decoded by its route, then the
- * one mapping; undefined for a body the route refuses (the router answered, the machine never ran).
- */
-function command(op: ClaimOp): ClaimCommand | undefined {
-  if (op.verb === "get") return { kind: "get" };
-  const verb = op.verb;
-  const body = CLAIM_MUTATIONS[verb].body.safeParse(op.body);
-  return body.success ? commandOf(verb, body.data) : undefined;
-}
-
-/** The states `op` can lead to from `s`, given its answer; empty when it cannot be placed here. */
-export function apply(name: string, s: State, o: Op): State[] {
-  const lo = Math.max(o.startMs, s.nowLo);
-  const hi = o.endMs;
-  if (lo > hi) return [];
-  const r = s.record;
-  const held = r !== undefined && r.phase !== "unowned" && r.expiresAtMs !== 0;
-  // Each mode: the record at the window's two ends (deadline, instant) — [a] early, [b] late —
-  // and the deadline interval the mode implies.
-  interface Mode {
-    a: ClaimRecord | undefined;
-    b: ClaimRecord | undefined;
-    from: number;
-    to: number;
-    dlLo: number;
-    dlHi: number;
-  }
-  const modes: Mode[] = [];
-  if (!held) modes.push({ a: r, b: r, from: lo, to: hi, dlLo: s.expLo, dlHi: s.expHi });
-  else {
-    // Not expired yet: the deadline is at or after the instant.
-    if (lo <= s.expHi) {
-      const dlLo = Math.max(s.expLo, lo);
-      const to = Math.min(hi, s.expHi);
-      modes.push({
-        a: { ...r, expiresAtMs: dlLo },
-        b: { ...r, expiresAtMs: s.expHi },
-        from: lo,
-        to,
-        dlLo,
-        dlHi: s.expHi,
-      });
-    }
-    // Expired: the instant is after the deadline.
-    if (hi > s.expLo) {
-      const expired = { ...r, expiresAtMs: s.expLo };
-      modes.push({ a: expired, b: expired, from: Math.max(lo, s.expLo + 1), to: hi, dlLo: s.expLo, dlHi: s.expLo });
-    }
-  }
-  const out: State[] = [];
-  for (const mode of modes) {
-    // The outcome can depend on the instant itself (a same-owner acquire at the very
-    // millisecond of the last heartbeat changes nothing): decide at both ends, just after
-    // the start and at the heartbeat, and keep every distinct outcome.
-    const heartbeat = mode.a?.lastHeartbeatMs ?? mode.from;
-    const instants = [...new Set([mode.from, mode.from + 1, heartbeat, mode.to])].filter(
-      (t) => t >= mode.from && t <= mode.to,
-    );
-    const steps = instants.map((t) => decideClaim(name, t <= mode.dlLo ? mode.a : mode.b, o.command, t));
-    const result = o.op.result;
-    if (result.type === "ok") {
-      const answer = o.answer!;
-      if (steps.some((c) => c.result.ok && logicalKey(c.result.claim) === logicalKey(answer))) {
-        out.push({ record: answer, expLo: answer.expiresAtMs, expHi: answer.expiresAtMs, nowLo: mode.from });
-      }
-      continue;
-    }
-    const matching =
-      result.type === "error" ? steps.filter((c) => !c.result.ok && c.result.refusal.code === result.code) : steps;
-    for (const group of groupBy(matching, (c) => logicalKey(c.next)).values()) {
-      out.push(
-        carry(
-          s,
-          group.map((c) => c.next),
-          mode,
-        ),
-      );
-    }
-  }
-  return out;
-}
-
-/**
- * The state after an unanswered or refused step, from the records the instants tried gave
- * (one outcome). Unchanged: the mode's deadline interval. Changed: the deadline lies
- * between the earliest and the latest of theirs.
- */
-function carry(
-  s: State,
-  nexts: (ClaimRecord | undefined)[],
-  mode: { from: number; dlLo: number; dlHi: number },
-): State {
-  const nowLo = mode.from;
-  const a = nexts[0];
-  if (a === undefined) return { record: a, expLo: 0, expHi: 0, nowLo };
-  if (a.version === s.record?.version) return { record: a, expLo: mode.dlLo, expHi: mode.dlHi, nowLo };
-  const deadlines = nexts.map((n) => n?.expiresAtMs ?? a.expiresAtMs);
-  return { record: a, expLo: Math.min(...deadlines), expHi: Math.max(...deadlines), nowLo };
+/** A state the claim was in, from `state.nowLo` at the earliest to `hi` at the latest. */
+interface Epoch {
+  state: State;
+  version: bigint;
+  hi: number;
 }
 
 class GiveUp extends Error {}
 
-/** 64-bit Zobrist keys of the operations' "done" bits (a set's key is the XOR of its members'). */
-function zobrist(n: number): Uint32Array {
-  const keys = new Uint32Array(2 * n);
-  let x = 0x9e3779b9;
-  for (let i = 0; i < keys.length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    keys[i] = x >>> 0;
-  }
-  return keys;
-}
-
-/** Where a failed search got furthest: what it explained and what it could not place next. */
-interface Deepest {
-  count: number;
-  state: State | undefined;
-  done: Uint8Array;
-}
-
-interface SegmentResult {
-  /** End states (at least one) and whether the search saw all of them. */
-  ends: State[];
-  complete: boolean;
-}
-
-/**
- * Search one segment from each start state. Returns its end states, or "violation" when no
- * order explains it; throws GiveUp past the budget before finding any.
- */
-function searchSegment(name: string, ops: Op[], starts: State[], deepest: Deepest): SegmentResult | "violation" {
-  if (ops.length > MAX_SEGMENT_OPS) throw new GiveUp();
-  const ends = new Map<string, State>();
-  const seen = new Set<string>();
-  let steps = 0;
-  let complete = true;
-  const n = ops.length;
-  const done = new Uint8Array(n);
-  const keys = zobrist(n);
-  let h1 = 0;
-  let h2 = 0;
-  const flip = (i: number): void => {
-    done[i] = done[i] === 1 ? 0 : 1;
-    h1 ^= keys[2 * i]!;
-    h2 ^= keys[2 * i + 1]!;
-  };
-  const visit = (s: State, count: number): void => {
-    if (count === n) {
-      // Nothing of the next segment starts before this one ends: only the record and deadline carry.
-      const end = { ...s, nowLo: 0 };
-      ends.set(stateKey(end), end);
-      if (ends.size > MAX_STATES) throw new GiveUp();
-      return;
-    }
-    if (count > deepest.count || deepest.state === undefined) {
-      deepest.count = count;
-      deepest.state = s;
-      deepest.done = done.slice();
-    }
-    const key = `${h1}:${h2}|${stateKey(s)}`;
-    if (seen.has(key)) return;
-    seen.add(key);
-    // Real time: only operations asked before every pending one was answered can go next.
-    let minEnd = Infinity;
-    for (let i = 0; i < n; i++) if (done[i] === 0) minEnd = Math.min(minEnd, ops[i]!.endMs);
-    for (let i = 0; i < n; i++) {
-      const o = ops[i]!;
-      if (done[i] === 1 || o.startMs > minEnd) continue;
-      if (++steps > BUDGET) {
-        if (ends.size === 0) throw new GiveUp();
-        complete = false;
-        return;
-      }
-      flip(i);
-      for (const next of apply(name, s, o)) visit(next, count + 1);
-      // An unanswered operation may never have happened.
-      if (o.op.result.type === "unknown") visit(s, count + 1);
-      flip(i);
-    }
-  };
-  for (const start of starts) visit(start, 0);
-  return ends.size === 0 ? "violation" : { ends: [...ends.values()], complete };
-}
-
 export function checkLinearizability(history: readonly HistoryEntry[]): LinearizabilityResult {
-  const result: LinearizabilityResult = { violations: [], segments: 0, gaveUp: 0, gaveUpOps: 0, skippedOps: 0 };
+  const result: LinearizabilityResult = { violations: [], checked: 0, unchecked: 0, gaveUp: 0, versions: 0 };
   const crashTimes = crashes(history).map((c) => c.crashAtMs);
   const nextCrash = (t: number): number => crashTimes.find((c) => c > t) ?? Infinity;
-  for (const [name, claimOpsOfName] of groupBy(claimOps(history), (o) => o.claim)) {
-    const ops: Op[] = [];
-    for (const op of claimOpsOfName) {
-      if (op.result.type === "error" && !MACHINE_CODES.has(op.result.code)) {
-        result.skippedOps++;
-        continue;
-      }
-      // An unanswered read changes nothing a later operation would not change the same way.
-      if (op.result.type === "unknown" && op.verb === "get") continue;
-      const decoded = command(op);
-      if (decoded === undefined) {
-        result.skippedOps++;
-        continue;
-      }
-      const answer = op.result.type === "ok" ? claimRecordSchema.parse(op.result.claim) : undefined;
-      ops.push({
-        op,
-        command: decoded,
-        answer,
-        startMs: Math.max(op.invokeMs, answer === undefined ? 0 : appliedNotBefore(op.verb, answer)) - SLACK_MS,
-        endMs:
-          op.result.type === "unknown"
-            ? Math.min(nextCrash(op.lastInvokeMs), op.lastInvokeMs + UNKNOWN_WINDOW_MS)
-            : op.completeMs + SLACK_MS,
-      });
-    }
-    ops.sort((a, b) => a.startMs - b.startMs);
-    let states: State[] | undefined = [{ record: undefined, expLo: 0, expHi: 0, nowLo: 0 }];
-    // False when `states` may lack some end state of the previous segment (budget spent).
-    let statesComplete = true;
-    for (const segment of segments(ops)) {
-      result.segments++;
-      if (states === undefined) {
-        // Resynchronise: a lone answered first operation fixes the state.
-        const [first, ...rest] = segment;
-        const lone = first !== undefined && first.answer !== undefined && rest.every((o) => o.startMs > first.endMs);
-        if (!lone) {
-          result.skippedOps += segment.length;
-          continue;
-        }
-        states = [
-          {
-            record: first.answer,
-            expLo: first.answer!.expiresAtMs,
-            expHi: first.answer!.expiresAtMs,
-            nowLo: first.startMs,
-          },
-        ];
-        segment.shift();
-      }
-      try {
-        const deepest: Deepest = { count: 0, state: undefined, done: new Uint8Array(0) };
-        const ends = searchSegment(name, segment, states, deepest);
-        if (ends === "violation" && !statesComplete) {
-          result.gaveUp++;
-          result.gaveUpOps += segment.length;
-          states = undefined;
-        } else if (ends === "violation") {
-          result.violations.push({ checker: CHECKER, message: explain(name, segment, deepest) });
-          states = undefined;
-        } else {
-          states = ends.ends;
-          statesComplete = ends.complete;
-        }
-      } catch (err) {
-        if (!(err instanceof GiveUp)) throw err;
-        result.gaveUp++;
-        result.gaveUpOps += segment.length;
-        states = undefined;
-      }
-    }
-  }
+  for (const [name, ops] of groupBy(claimOps(history), (o) => o.claim)) checkClaim(name, ops, nextCrash, result);
   return result;
 }
 
-function describe(o: Op): string {
-  const r = o.op.result;
-  const answer =
-    r.type === "ok"
-      ? `v${o.answer?.version} ${o.answer?.ownerGeneration}/${o.answer?.fencingToken}`
-      : r.type === "error"
-        ? r.code
-        : "?";
-  return `${o.op.verb}#${o.op.key}(${JSON.stringify(o.op.body)})→${answer} [${o.startMs}..${o.endMs}]`;
+function prepare(op: ClaimOp, nextCrash: (t: number) => number): Op | undefined {
+  const command = commandFor(op);
+  if (command === undefined) return undefined;
+  if (op.result.type === "error" && !MACHINE_CODES.has(op.result.code)) {
+    // Refused before the machine: at most "unanswered", and its window closes with the answer.
+    const o = prepare({ ...op, result: { type: "unknown" } }, nextCrash)!;
+    return { ...o, endMs: op.completeMs + SLACK_MS };
+  }
+  const answer = op.result.type === "ok" ? claimRecordSchema.parse(op.result.claim) : undefined;
+  const carried = op.result.type === "error" ? op.result.claim : undefined;
+  return {
+    op,
+    command,
+    answer,
+    seen: carried === undefined ? undefined : claimRecordSchema.parse(carried),
+    startMs: Math.max(op.invokeMs, answer === undefined ? 0 : appliedNotBefore(op.verb, answer)) - SLACK_MS,
+    endMs:
+      op.result.type === "unknown"
+        ? Math.min(nextCrash(op.lastInvokeMs), op.lastInvokeMs + UNKNOWN_WINDOW_MS)
+        : op.completeMs + SLACK_MS,
+  };
 }
 
-/** A violation's evidence: how far the search got, in what state, and what it could not place. */
-function explain(name: string, segment: Op[], deepest: Deepest): string {
-  const r = deepest.state?.record;
-  const state =
-    r === undefined
-      ? "no claim"
-      : `v${r.version} ${r.phase} ${r.ownerGeneration}/${r.fencingToken} ${r.reason} deadline ${deepest.state?.expLo}..${deepest.state?.expHi}`;
-  const pending = segment.filter((_, i) => deepest.done[i] !== 1);
-  const minEnd = Math.min(...pending.map((o) => o.endMs));
-  const next = pending.filter((o) => o.startMs <= minEnd);
-  return `${name}: no linearization of ${segment.length} operations from op ${segment[0]?.op.key}; the longest explained prefix has ${deepest.count}, ending in state ${state}; none of these could go next: ${next
-    .slice(0, 8)
+function checkClaim(
+  name: string,
+  claimOpsOfName: ClaimOp[],
+  nextCrash: (t: number) => number,
+  result: LinearizabilityResult,
+): void {
+  const answered = new Map<bigint, Op[]>();
+  const refusals: Op[] = [];
+  const unknowns: Op[] = [];
+  for (const op of claimOpsOfName) {
+    // An unanswered read changes nothing: nothing to judge.
+    if (op.result.type === "unknown" && op.verb === "get") continue;
+    const o = prepare(op, nextCrash);
+    if (o === undefined) {
+      result.unchecked++;
+      continue;
+    }
+    if (o.answer !== undefined) {
+      const at = answered.get(o.answer.version);
+      if (at === undefined) answered.set(o.answer.version, [o]);
+      else at.push(o);
+    } else if (o.op.result.type === "error") refusals.push(o);
+    else unknowns.push(o);
+  }
+  result.checked += unknowns.length;
+  unknowns.sort((a, b) => a.startMs - b.startMs);
+  const maxSpan = Math.max(0, ...unknowns.map((u) => u.endMs - u.startMs));
+  const versions = [...answered.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  result.versions += versions.length;
+  // The latest instant a state at version ≤ v can still be current: before every
+  // operation that answered a later version completed.
+  const minEndAfter: number[] = new Array<number>(versions.length + 1).fill(Infinity);
+  for (let i = versions.length - 1; i >= 0; i--) {
+    minEndAfter[i] = Math.min(minEndAfter[i + 1]!, ...answered.get(versions[i]!)!.map((o) => o.endMs));
+  }
+  const hiOf = (version: bigint): number => minEndAfter[upperIndex(versions, version)]!;
+
+  const epochs = new Map<string, Epoch>();
+  const addEpoch = (s: State): void => {
+    const key = `${logicalKey(s.record)}|${s.expLo}|${s.expHi}`;
+    const known = epochs.get(key);
+    if (known !== undefined && known.state.nowLo <= s.nowLo) return;
+    const version = versionOf(s.record);
+    const hi = Math.min(hiOf(version), isHeldRecord(s.record) ? s.expHi : Infinity);
+    epochs.set(key, { state: s, version, hi });
+  };
+  const addPath = (path: State[]): void => {
+    path.forEach((s, i) => {
+      const prev = path[i - 1];
+      const e = prev === undefined ? undefined : expired(name, prev);
+      // A state that is its predecessor's expiry began at the deadline, not when an
+      // operation first saw it.
+      if (e !== undefined && logicalKey(e.record) === logicalKey(s.record)) addEpoch({ ...s, nowLo: e.nowLo });
+      else addEpoch(s);
+      // An expiry applied lazily by the next change was a state of its own in between.
+      const next = path[i + 1];
+      if (next !== undefined && versionOf(next.record) === versionOf(s.record) + 2n) {
+        const lazy = expired(name, s);
+        if (lazy !== undefined) addEpoch(lazy);
+      }
+    });
+  };
+  const holes: [number, number][] = [];
+
+  let branches: Branch[] = [{ state: exact(undefined, -Infinity), used: new Set(), last: undefined }];
+  let complete = true;
+  addEpoch(branches[0]!.state);
+  for (const v of versions) {
+    const at = answered.get(v)!;
+    result.checked += at.length;
+    const resync = (): void => {
+      const nowLo = Math.min(...at.map((o) => o.startMs));
+      holes.push([Math.min(...branches.map((b) => b.state.nowLo)), Math.max(...at.map((o) => o.endMs))]);
+      branches = [{ state: exact(at[0]!.answer, nowLo), used: new Set(), last: undefined }];
+      complete = true;
+      addEpoch(branches[0]!.state);
+    };
+    // One record per version, field for field (times included).
+    const differing = at.find((o) => wireKey(o.answer!) !== wireKey(at[0]!.answer!));
+    if (differing !== undefined) {
+      result.violations.push({
+        checker: CHECKER,
+        message: `${name}: two successes answer version ${v} with different records: ${describe(at[0]!)}; ${describe(differing)}`,
+      });
+      resync();
+      continue;
+    }
+    const budget = { steps: 0 };
+    let next: Branch[];
+    try {
+      next = branches.flatMap((b) => advance(name, b, v, at, unknowns, maxSpan, budget, addPath));
+    } catch (err) {
+      if (!(err instanceof GiveUp)) throw err;
+      result.gaveUp++;
+      result.checked -= at.length;
+      result.unchecked += at.length;
+      resync();
+      continue;
+    }
+    if (next.length === 0) {
+      if (complete) result.violations.push({ checker: CHECKER, message: explain(name, branches, v, at, unknowns) });
+      else {
+        result.gaveUp++;
+        result.checked -= at.length;
+        result.unchecked += at.length;
+      }
+      resync();
+      continue;
+    }
+    ({ branches, complete } = prune(next, unknowns, complete));
+  }
+  if (!trail(name, branches, unknowns, maxSpan, addEpoch)) {
+    holes.push([Math.min(...branches.map((b) => b.state.nowLo)), Infinity]);
+  }
+  placeRefusals(name, [...epochs.values()], refusals, holes, result);
+}
+
+/**
+ * The branches at version `v` reachable from `from`: unanswered operations taking effect
+ * (each once) and then one of `at` producing `v`, or the unanswered ones producing it alone;
+ * then every other operation of `at` placed at `v` without a change.
+ */
+function advance(
+  name: string,
+  from: Branch,
+  v: bigint,
+  at: Op[],
+  unknowns: Op[],
+  maxSpan: number,
+  budget: { steps: number },
+  addPath: (path: State[]) => void,
+): Branch[] {
+  const answer = at[0]!.answer!;
+  // The change to v happened before every operation that answered v completed.
+  const limit = Math.min(...at.map((o) => o.endMs));
+  const out: Branch[] = [];
+  const reached = (s: State, used: ReadonlySet<number>, producer: Op | undefined, path: State[]): void => {
+    let nowLo = s.nowLo;
+    let last = producer ?? from.last;
+    for (const o of at) {
+      if (o === producer) continue;
+      const placed = apply(name, s, o).filter((n) => versionOf(n.record) === v);
+      if (placed.length === 0) return;
+      const t = Math.min(...placed.map((n) => n.nowLo));
+      if (t > nowLo) [nowLo, last] = [t, o];
+    }
+    addPath([...path, s]);
+    out.push({ state: { ...s, nowLo }, used, last });
+  };
+  const step = (): void => {
+    if (++budget.steps > BUDGET) throw new GiveUp();
+  };
+  // Orders of the same unanswered operations that end in the same state end alike.
+  // (A state reached with the same operations used no earlier than before adds nothing.)
+  const seen = new Map<string, number>();
+  const visit = (s: State, used: ReadonlySet<number>, path: State[]): void => {
+    const key = `${stateKey({ ...s, nowLo: 0 })}|${[...used].sort((x, y) => x - y).join(",")}`;
+    if ((seen.get(key) ?? Infinity) <= s.nowLo) return;
+    seen.set(key, s.nowLo);
+    for (const p of at) {
+      step();
+      for (const n of apply(name, s, p)) if (versionOf(n.record) === v) reached(n, used, p, [...path, s]);
+    }
+    // The deadline passing alone (the alarm, or an operation that saw it) may be the change to v.
+    const lapsed = expired(name, s);
+    if (lapsed !== undefined && logicalKey(lapsed.record) === logicalKey(answer)) {
+      reached(exact(answer, lapsed.nowLo), used, undefined, [...path, s]);
+    }
+    const version = versionOf(s.record);
+    const end = upperStart(unknowns, limit);
+    for (let i = end - 1; i >= 0 && unknowns[i]!.startMs >= s.nowLo - maxSpan; i--) {
+      const u = unknowns[i]!;
+      if (used.has(i) || u.endMs < s.nowLo) continue;
+      step();
+      for (const n of apply(name, s, u)) {
+        const nv = versionOf(n.record);
+        if (nv <= version || nv > v) continue;
+        const more = new Set(used).add(i);
+        if (nv < v) visit(n, more, [...path, s]);
+        else if (logicalKey(n.record) === logicalKey(answer) && matchesDeadline(n, answer)) {
+          reached(exact(answer, n.nowLo), more, undefined, [...path, s]);
+        }
+      }
+    }
+  };
+  visit(from.state, from.used, []);
+  return out;
+}
+
+/** How many unanswered operations may take effect after the last answered version, in the states refusals may fit. */
+export const TRAIL_DEPTH = 3;
+
+/**
+ * The states after the last answered version: no success fixes them, but an unanswered
+ * operation may still have taken effect (and a refusal seen it). Up to {@link TRAIL_DEPTH}
+ * of them, within the budget; false when that cut the search short.
+ */
+function trail(
+  name: string,
+  branches: Branch[],
+  unknowns: Op[],
+  maxSpan: number,
+  addEpoch: (s: State) => void,
+): boolean {
+  let steps = 0;
+  let whole = true;
+  const walk = (s: State, used: ReadonlySet<number>, depth: number): void => {
+    addEpoch(s);
+    const lapsed = expired(name, s);
+    if (lapsed !== undefined) addEpoch(lapsed);
+    const version = versionOf(s.record);
+    for (let i = unknowns.length - 1; i >= 0 && unknowns[i]!.startMs >= s.nowLo - maxSpan; i--) {
+      if (used.has(i) || unknowns[i]!.endMs < s.nowLo) continue;
+      if (depth === TRAIL_DEPTH || ++steps > BUDGET) {
+        whole = false;
+        return;
+      }
+      for (const n of apply(name, s, unknowns[i]!)) {
+        if (versionOf(n.record) > version) walk(n, new Set(used).add(i), depth + 1);
+      }
+    }
+  };
+  for (const b of branches) walk(b.state, b.used, 0);
+  return whole;
+}
+
+function wireKey(record: ClaimRecord): string {
+  return JSON.stringify(claimToWire(record));
+}
+
+function matchesDeadline(s: State, answer: ClaimRecord): boolean {
+  return !isHeldRecord(answer) || (answer.expiresAtMs >= s.expLo && answer.expiresAtMs <= s.expHi);
+}
+
+/**
+ * One branch per set of still-usable unanswered operations used (the earliest), none that
+ * another dominates, at most {@link MAX_BRANCHES}; `complete` turns false when some had to
+ * be dropped.
+ */
+function prune(next: Branch[], unknowns: Op[], complete: boolean): { branches: Branch[]; complete: boolean } {
+  const best = new Map<string, Branch>();
+  for (const b of next) {
+    const live = [...b.used].filter((i) => unknowns[i]!.endMs >= b.state.nowLo).sort((x, y) => x - y);
+    const key = `${logicalKey(b.state.record)}|${live.join(",")}`;
+    const known = best.get(key);
+    if (known === undefined || b.state.nowLo < known.state.nowLo) best.set(key, { ...b, used: new Set(live) });
+  }
+  // A branch that used a subset of another's operations, no later, can do all it can.
+  const branches: Branch[] = [];
+  for (const b of [...best.values()].sort((x, y) => x.state.nowLo - y.state.nowLo)) {
+    const dominated = branches.some(
+      (k) => logicalKey(k.state.record) === logicalKey(b.state.record) && [...k.used].every((i) => b.used.has(i)),
+    );
+    if (!dominated) branches.push(b);
+  }
+  return {
+    branches: branches.slice(0, MAX_BRANCHES),
+    complete: complete && branches.length <= MAX_BRANCHES,
+  };
+}
+
+/**
+ * Each refusal in the earliest state of the chain where it fits, in the order the refusals
+ * completed, never before one that completed before it began.
+ */
+function placeRefusals(
+  name: string,
+  epochs: Epoch[],
+  refusals: Op[],
+  holes: [number, number][],
+  result: LinearizabilityResult,
+): void {
+  epochs.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : a.state.nowLo - b.state.nowLo));
+  const minLoFrom: number[] = new Array<number>(epochs.length + 1).fill(Infinity);
+  for (let i = epochs.length - 1; i >= 0; i--) minLoFrom[i] = Math.min(minLoFrom[i + 1]!, epochs[i]!.state.nowLo);
+  // hi is not monotone, but the latest possible end of any state at or above an index is.
+  const maxHiUpTo: number[] = [];
+  epochs.forEach((e, i) => maxHiUpTo.push(Math.max(maxHiUpTo[i - 1] ?? -Infinity, e.hi)));
+  refusals.sort((a, b) => a.endMs - b.endMs);
+  const doneEnds: number[] = [];
+  const doneMaxVersion: bigint[] = [];
+  for (const r of refusals) {
+    const before = upperIndex(doneEnds, r.startMs - 1);
+    const bound = before === 0 ? -1n : doneMaxVersion[before - 1]!;
+    let i = lowerBound(maxHiUpTo, r.startMs);
+    let fit: Epoch | undefined;
+    for (; i < epochs.length && minLoFrom[i]! <= r.endMs; i++) {
+      const e = epochs[i]!;
+      if (e.version < bound || e.hi < r.startMs || e.state.nowLo > r.endMs) continue;
+      if (r.seen !== undefined && logicalKey(r.seen) !== logicalKey(e.state.record)) continue;
+      const placed = apply(name, e.state, { ...r, endMs: Math.min(r.endMs, e.hi) });
+      if (placed.some((n) => versionOf(n.record) === e.version)) {
+        fit = e;
+        break;
+      }
+    }
+    if (fit === undefined) {
+      if (holes.some(([lo, hi]) => r.startMs <= hi && r.endMs >= lo)) {
+        result.unchecked++;
+        continue;
+      }
+      result.checked++;
+      result.violations.push({
+        checker: CHECKER,
+        message: `${name}: no state explains a refusal: ${describe(r)} (no state current inside its window, at or after version ${bound < 0n ? 0n : bound}, refuses it so)`,
+      });
+      continue;
+    }
+    result.checked++;
+    doneEnds.push(r.endMs);
+    doneMaxVersion.push(fit.version > (doneMaxVersion.at(-1) ?? -1n) ? fit.version : doneMaxVersion.at(-1)!);
+  }
+}
+
+/** A violation's evidence: where the replay stood, and why nothing produced version `v`. */
+function explain(name: string, branches: Branch[], v: bigint, at: Op[], unknowns: Op[]): string {
+  const b = branches[0]!;
+  const from = versionOf(b.state.record);
+  const late = at.find((o) => o.endMs < b.state.nowLo);
+  if (late !== undefined && b.last !== undefined) {
+    return `${name}: real-time order inverted: ${describe(late)} answered v${v} and completed before ${describe(b.last)} (at v${from}) began`;
+  }
+  const limit = Math.min(...at.map((o) => o.endMs));
+  const candidates = unknowns.filter((u) => u.startMs <= limit && u.endMs >= b.state.nowLo).length;
+  const what =
+    v - from > 1n ? `version gap: nothing explains v${from + 1n}..v${v - 1n} and then v${v}` : `nothing produces v${v}`;
+  return `${name}: ${what} from state ${describeState(b.state)} (${branches.length} possible pasts, ${candidates} unanswered operations in reach): ${at
+    .slice(0, 6)
     .map(describe)
     .join("; ")}`;
 }
@@ -407,27 +465,46 @@ function explain(name: string, segment: Op[], deepest: Deepest): string {
 /**
  * The server's own clock reading in a success, a lower bound of when it was applied: the
  * heartbeat an acquire, renew or commit stamps (a success that changed nothing carries an
- * older reading: still a lower bound). A retried
- * operation whose first attempt was lost is placed by this, not by the first attempt.
+ * older reading: still a lower bound). A retried operation whose first attempt was lost is
+ * placed by this, not by the first attempt.
  */
 function appliedNotBefore(verb: ClaimOp["verb"], answer: ClaimRecord): number {
   if (verb === "acquire" || verb === "renew" || verb === "commit") return answer.lastHeartbeatMs;
   return 0;
 }
 
-/** Cut `ops` (sorted by start) where nothing spans the cut. */
-function segments(ops: Op[]): Op[][] {
-  const out: Op[][] = [];
-  let current: Op[] = [];
-  let reach = -Infinity;
-  for (const o of ops) {
-    if (current.length > 0 && o.startMs > reach) {
-      out.push(current);
-      current = [];
-    }
-    current.push(o);
-    reach = Math.max(reach, o.endMs);
+/** Index of the first element of ascending `xs` greater than `x`. */
+function upperIndex<T extends number | bigint>(xs: readonly T[], x: T): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid]! <= x) lo = mid + 1;
+    else hi = mid;
   }
-  if (current.length > 0) out.push(current);
-  return out;
+  return lo;
+}
+
+/** Index of the first element of ascending `xs` at or above `x`. */
+function lowerBound(xs: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** How many of `ops` (sorted by start) start at or before `t`. */
+function upperStart(ops: readonly Op[], t: number): number {
+  let lo = 0;
+  let hi = ops.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ops[mid]!.startMs <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -43,7 +43,11 @@ export interface ClaimOp {
   invokeMs: number;
   completeMs: number;
   /** ok: the record; error: the code; unknown: no answer. */
-  result: { type: "ok"; claim: WireClaim } | { type: "error"; code: string } | { type: "unknown" };
+  result:
+    | { type: "ok"; claim: WireClaim }
+    /** `claim`: the record a refusal carried (claim_held carries the claim as it stood). */
+    | { type: "error"; code: string; claim?: WireClaim }
+    | { type: "unknown" };
   /** History ids of every attempt. */
   attempts: number[];
   /** When the last attempt was asked (a retry may take effect after an earlier crash). */
@@ -75,7 +79,8 @@ function resultOf(status: number, body: unknown): ClaimOp["result"] {
     return claim === undefined ? { type: "unknown" } : { type: "ok", claim };
   }
   const error = (body as { error?: { code?: string } } | null)?.error;
-  return { type: "error", code: error?.code ?? "?" };
+  const claim = claimOf(error);
+  return { type: "error", code: error?.code ?? "?", ...(claim === undefined ? {} : { claim }) };
 }
 
 function outcomeResult(outcome: Outcome): ClaimOp["result"] | undefined {
