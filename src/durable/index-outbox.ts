@@ -102,6 +102,8 @@ export class IndexOutbox {
   private readonly shards: number;
   private pending: CounterDeltas = {};
   private inFlight: Promise<void> | undefined;
+  /** Ends the coalescing window of the delivery in flight early (see {@link flush}). */
+  private hurry: AbortController | undefined;
   private dirty = false;
   private retryMs = RETRY_FIRST_MS;
   /** The highest seq known delivered (loaded from the row on first use). */
@@ -193,11 +195,16 @@ export class IndexOutbox {
     return run;
   }
 
-  /** Deliver what is pending and wait for it (alarm, tests). */
+  /**
+   * Deliver what is pending and wait for it (the alarm, which is the delivery's retry; tests).
+   * A delivery still in its coalescing window goes at once: an alarm that waited out the
+   * window would hold its own end (and, locally, the frames it published) for that long.
+   */
   async flush(): Promise<void> {
     if (!this.enabled) return;
     // Delivered (or its retry armed) below: no safety alarm is needed for what is staged now.
     this.stagedSinceKick = false;
+    this.hurry?.abort();
     // A delivery in flight may have read the row before the latest commit: wait, then go again.
     if (this.inFlight !== undefined) await this.inFlight;
     await this.start(0);
@@ -208,7 +215,11 @@ export class IndexOutbox {
     try {
       // Commits within the window share one delivery. A real timer on purpose: the window is
       // a cost control, not a deadline of the object's clock.
-      if (delayMs > 0) await systemClock.sleep(delayMs);
+      if (delayMs > 0) {
+        this.hurry = new AbortController();
+        await systemClock.sleep(delayMs, this.hurry.signal).catch(() => {});
+        this.hurry = undefined;
+      }
       do {
         this.dirty = false;
         await this.deliverOnce();
