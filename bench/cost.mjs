@@ -131,14 +131,18 @@ function operations(http, base) {
  * @param {Record<string, { rowsRead: number, rowsWritten: number }>} rows
  */
 function floorOperations(plain, url, rows) {
+  /** @type {Map<number, unknown>} lock → the token its last acquire answered */
+  const tokens = new Map();
   /** @param {string} name @param {"acquire" | "release"} step */
   const op = (name, step) => ({
     name,
     run: async (/** @type {number} */ i) => {
-      const body = step === "acquire" ? { owner: "o", ttlMs: 60_000 } : { owner: "o", token: 1 };
+      const body = step === "acquire" ? { owner: "o", ttlMs: 60_000 } : { owner: "o", token: tokens.get(i) };
       const r = await plain.call("POST", `${url}/locks/l-${i}/${step}`, body);
       expectStatus(r, 200, name);
-      const reported = /** @type {{ rows: { read: number, written: number } }} */ (r.body).rows;
+      const answer = /** @type {{ token?: unknown, rows: { read: number, written: number } }} */ (r.body);
+      if (step === "acquire") tokens.set(i, answer.token);
+      const reported = answer.rows;
       const t = (rows[name] ??= { rowsRead: 0, rowsWritten: 0 });
       t.rowsRead += reported.read;
       t.rowsWritten += reported.written;
