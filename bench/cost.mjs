@@ -31,11 +31,10 @@ import { parseInteger } from "../src/cli/options.mjs";
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { startFloor } from "./floor/serve.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
-import { commitInfo, describeMachine, load1m, machineInfo, markdownTable } from "./report.mjs";
+import { commitInfo, describeMachine, load1m, machineInfo, markdownTable, replaceSection } from "./report.mjs";
 import { countByPhase, OBJECT_GB, parseMeterLine, PRICES } from "./scale-model.mjs";
 import { childPids, groupPids, processCpuNs, startServer } from "./server.mjs";
 import { round } from "./stats.mjs";
-import { readFileSync, writeFileSync } from "node:fs";
 
 const { values } = parseOptions(process.argv.slice(2), {
   ops: { type: "string" },
@@ -337,13 +336,7 @@ const section = [
 ].join("\n");
 console.log(`\n${section}`);
 if (values["write-doc"] === true) {
-  const doc = readFileSync("docs/performance.md", "utf8");
-  const begin = "<!-- cost:begin -->";
-  const end = "<!-- cost:end -->";
-  const i = doc.indexOf(begin);
-  const j = doc.indexOf(end);
-  if (i < 0 || j < 0) throw new Error("docs/performance.md has no cost markers");
-  writeFileSync("docs/performance.md", `${doc.slice(0, i + begin.length)}\n${section}\n${doc.slice(j)}`);
+  replaceSection("docs/performance.md", "<!-- cost:begin -->", "<!-- cost:end -->", section);
   console.log("rewrote the cost section of docs/performance.md");
 }
 process.exit(0);

@@ -105,17 +105,25 @@ export function commitInfo() {
  * @param {string} body markdown, without the markers
  */
 export function writeDocSection(tag, body) {
-  const begin = `<!-- bench:begin:${tag} -->`;
-  const end = `<!-- bench:end:${tag} -->`;
-  let doc = readFileSync(DOC_FILE, "utf8");
+  replaceSection(DOC_FILE, `<!-- bench:begin:${tag} -->`, `<!-- bench:end:${tag} -->`, body);
+  console.log(`updated ${DOC_FILE} (${tag})`);
+}
+
+/**
+ * Replace what lies between the markers `begin` and `end` of a markdown file with `body`,
+ * then leave the file as prettier would (the repository's format check covers docs/).
+ * @param {string} file
+ * @param {string} begin
+ * @param {string} end
+ * @param {string} body markdown, without the markers
+ */
+export function replaceSection(file, begin, end, body) {
+  const doc = readFileSync(file, "utf8");
   const i = doc.indexOf(begin);
   const j = doc.indexOf(end);
-  if (i < 0 || j < 0) throw new Error(`${DOC_FILE} has no "${begin}" … "${end}" section`);
-  doc = `${doc.slice(0, i)}${begin}\n\n${body.trim()}\n\n${end}${doc.slice(j + end.length)}`;
-  writeFileSync(DOC_FILE, doc);
-  // The repository's format check covers docs/: leave the page as prettier would.
-  execFileSync("npx", ["prettier", "--log-level", "warn", "--write", DOC_FILE], { stdio: "inherit" });
-  console.log(`updated ${DOC_FILE} (${tag})`);
+  if (i < 0 || j < 0) throw new Error(`${file} has no "${begin}" … "${end}" section`);
+  writeFileSync(file, `${doc.slice(0, i)}${begin}\n\n${body.trim()}\n\n${end}${doc.slice(j + end.length)}`);
+  execFileSync("npx", ["prettier", "--log-level", "warn", "--write", file], { stdio: "inherit" });
 }
 
 /**
