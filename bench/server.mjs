@@ -178,26 +178,9 @@ export function processCpuNs(pid) {
  * @returns {number[]}
  */
 export function childPids(comm) {
-  /** @type {number[]} */
-  const found = [];
-  let entries;
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return found;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (name === comm && ppid === process.pid) found.push(Number(entry));
-    } catch {
-      // the process exited while we looked
-    }
-  }
-  return found;
+  return procStats()
+    .filter((p) => p.comm === comm && Number(p.rest[1]) === process.pid)
+    .map((p) => p.pid);
 }
 
 /**
@@ -218,6 +201,14 @@ export function groupPids(pgid, comm) {
  * @returns {{ pid: number, comm: string, rest: string[] }[]} empty when /proc is unavailable
  */
 function groupStats(pgid) {
+  return procStats().filter((p) => Number(p.rest[2]) === pgid);
+}
+
+/**
+ * Every live process with its /proc/PID/stat fields after "(comm) ": state(0) ppid(1) pgrp(2) ….
+ * @returns {{ pid: number, comm: string, rest: string[] }[]} empty when /proc is unavailable
+ */
+function procStats() {
   let entries;
   try {
     entries = readdirSync("/proc");
@@ -231,7 +222,7 @@ function groupStats(pgid) {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
       const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(rest[2]) === pgid) found.push({ pid: Number(entry), comm, rest });
+      found.push({ pid: Number(entry), comm, rest });
     } catch {
       // the process exited while we looked
     }

@@ -473,38 +473,32 @@ function appliedNotBefore(verb: ClaimOp["verb"], answer: ClaimRecord): number {
   return 0;
 }
 
-/** Index of the first element of ascending `xs` greater than `x`. */
-function upperIndex<T extends number | bigint>(xs: readonly T[], x: T): number {
+/**
+ * The first index in `0..n` at which `before(i)` is false, for a `before` that holds for a
+ * prefix of the indices and not after it (a binary search).
+ */
+function partitionPoint(n: number, before: (i: number) => boolean): number {
   let lo = 0;
-  let hi = xs.length;
+  let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (xs[mid]! <= x) lo = mid + 1;
+    if (before(mid)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
+}
+
+/** Index of the first element of ascending `xs` greater than `x`. */
+function upperIndex<T extends number | bigint>(xs: readonly T[], x: T): number {
+  return partitionPoint(xs.length, (i) => xs[i]! <= x);
 }
 
 /** Index of the first element of ascending `xs` at or above `x`. */
 function lowerBound(xs: readonly number[], x: number): number {
-  let lo = 0;
-  let hi = xs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (xs[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return partitionPoint(xs.length, (i) => xs[i]! < x);
 }
 
 /** How many of `ops` (sorted by start) start at or before `t`. */
 function upperStart(ops: readonly Op[], t: number): number {
-  let lo = 0;
-  let hi = ops.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (ops[mid]!.startMs <= t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return partitionPoint(ops.length, (i) => ops[i]!.startMs <= t);
 }
