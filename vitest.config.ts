@@ -7,8 +7,8 @@ import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { buildPages } from "./src/serve/build-pages.ts";
 
-// The Worker serves the pages from its static assets (wrangler.toml `[assets]`), which must
-// exist before the worker project reads wrangler.toml: built here too, not only by `npm run build`.
+// The Worker bundles the pages (`#pages`, dist/pages/files.js), which must exist before the
+// worker project bundles it: built here too, not only by `npm run build`.
 await buildPages();
 
 /** Tokens the worker tests authenticate with (never used outside tests). */

@@ -5,17 +5,17 @@
  * `GET /` redirects to `/ui`; `/ui/` and `/docs/` are the pages themselves.
  *
  * Guarantees:
- * - Everything is served from this Worker's static assets (the `ASSETS` binding, built by
- *   src/serve/build-pages.ts from src/pages): no CDN, the page works offline against a local
- *   server.
+ * - Everything is served from the Worker's own bundle (`#pages`, built by
+ *   src/serve/build-pages.ts from src/pages): no CDN, no static-assets binding, so the page
+ *   works offline against a local server and wherever the Worker runs (`shiftlock/testing`
+ *   too), and an API request passes through no asset router first.
  * - A Content-Security-Policy allows only same-origin scripts, styles and connections, no
  *   inline code, no framing; the page cannot send the token anywhere but this origin.
  *
- * Does not: take part in the API (these are not `/v1` routes and are not in `/openapi.json`),
- * or serve pages where the assets were not deployed with the Worker (no `ASSETS` binding, as
- * in `shiftlock/testing`): those paths are 404 `not_found` there.
+ * Does not: take part in the API (these are not `/v1` routes and are not in `/openapi.json`).
  */
 import type { Hono } from "hono";
+import files from "#pages";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { AppEnv } from "./app-env.ts";
 
@@ -27,7 +27,7 @@ const HTML = "text/html; charset=utf-8";
 const SCRIPT = "text/javascript; charset=utf-8";
 const STYLE = "text/css; charset=utf-8";
 
-/** Served path → the asset file (src/serve/build-pages.ts's layout) and its type. */
+/** Served path → the built file (a key of `#pages`) and its type. */
 const PAGES: Record<string, { file: string; type: string }> = {};
 for (const page of ["docs", "ui"]) {
   PAGES[`/${page}`] = { file: `/${page}/index.html`, type: HTML };
@@ -42,13 +42,12 @@ export const PAGE_PATHS: readonly string[] = ["/", ...Object.keys(PAGES)];
 export function mountPages(app: Hono<AppEnv>): void {
   app.get("/", (c) => c.redirect("/ui", 302));
   for (const [path, page] of Object.entries(PAGES)) {
-    app.get(path, async (c) => {
-      const assets = (c.env as Partial<Env>).ASSETS;
-      const asset = assets === undefined ? undefined : await assets.fetch(new URL(page.file, c.req.url));
-      if (asset === undefined || !asset.ok) {
-        throw new ShiftlockError("not_found", `${path}: the pages were not deployed with this Worker`);
-      }
-      return new Response(asset.body, {
+    app.get(path, () => {
+      const body = files[page.file];
+      // Only a bundle built without its pages lacks one (build-pages writes every file).
+      if (body === undefined)
+        throw new ShiftlockError("not_found", `${path}: the pages were not built into this Worker`);
+      return new Response(body, {
         headers: {
           "Content-Type": page.type,
           "Content-Security-Policy": PAGE_CSP,

@@ -1,21 +1,22 @@
 /**
- * Builds the pages (`/ui`, `/docs`) into the Worker's static assets directory (wrangler.toml
- * `[assets]`, `dist/pages`): each page's TypeScript entry (src/pages/{ui,docs}/main.ts)
- * bundled by esbuild for browsers together with what it imports from the client, its HTML
- * shell, and the one stylesheet. wrangler.toml's `[build]` runs it before every
- * `wrangler deploy` (and so `npm run build`); the vitest config runs it before the worker
- * tests read wrangler.toml.
+ * Builds the pages (`/ui`, `/docs`) into one module the Worker bundles, `dist/pages/files.js`
+ * (imported as `#pages`, package.json `imports`): each page's TypeScript entry
+ * (src/pages/{ui,docs}/main.ts) bundled by esbuild for browsers together with what it imports
+ * from the client, its HTML shell, and the one stylesheet, as strings keyed by the file's
+ * path (`/ui/app.js`). wrangler.toml's `[build]` runs it before every `wrangler deploy` (and
+ * so `npm run build`, `npm start` and `npm run build:lib`); the vitest config runs it before
+ * the worker tests bundle the Worker.
  *
  * Guarantees: the output depends only on the sources (no source maps, no timestamps);
  * nothing is fetched from a network. Does not: serve anything (the Worker does, with its
- * headers, from the `ASSETS` binding: src/http/pages.ts).
+ * headers: src/http/pages.ts).
  */
-import { copyFileSync, mkdirSync, realpathSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 
-/** Where the assets land: wrangler.toml's `[assets] directory`. */
+/** Where the module lands: package.json's `imports["#pages"]` names `files.js` in it. */
 export const PAGES_OUT_DIR = "dist/pages";
 
 /** One page: its entry, shell and stylesheet as they are served (`/ui/app.js` ← `ui/app.js`). */
@@ -40,16 +41,14 @@ const ENGLISH_ONLY: Plugin = {
   },
 };
 
-/** Build every page into `outDir` (default {@link PAGES_OUT_DIR}); ≈ 0.3 s. */
+/** Build every page into `outDir/files.js` (default {@link PAGES_OUT_DIR}); ≈ 0.3 s. */
 export async function buildPages(root = process.cwd(), outDir = join(root, PAGES_OUT_DIR)): Promise<void> {
+  const files: Record<string, string> = {};
+  const stylesheet = readFileSync(resolve(root, "src/pages/style.css"), "utf8");
   for (const page of PAGES) {
     const source = resolve(root, "src/pages", page);
-    // Only the pages' own folders: the directory itself is in git (see .gitignore).
-    rmSync(join(outDir, page), { recursive: true, force: true });
-    mkdirSync(join(outDir, page), { recursive: true });
-    await build({
+    const bundle = await build({
       entryPoints: [join(source, "main.ts")],
-      outfile: join(outDir, page, "app.js"),
       bundle: true,
       minify: true,
       format: "iife",
@@ -57,11 +56,16 @@ export async function buildPages(root = process.cwd(), outDir = join(root, PAGES
       target: "es2022",
       legalComments: "none",
       logLevel: "error",
+      write: false,
       plugins: [ENGLISH_ONLY],
     });
-    copyFileSync(join(source, "index.html"), join(outDir, page, "index.html"));
-    copyFileSync(resolve(root, "src/pages/style.css"), join(outDir, page, "app.css"));
+    files[`/${page}/app.js`] = bundle.outputFiles.map((file) => file.text).join("");
+    files[`/${page}/index.html`] = readFileSync(join(source, "index.html"), "utf8");
+    files[`/${page}/app.css`] = stylesheet;
   }
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, "files.js"), `export default ${JSON.stringify(files)};\n`);
 }
 
 // Run as a script (wrangler's [build]); compared by real path, as the script may be reached through a symlink.

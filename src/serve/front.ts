@@ -222,9 +222,9 @@ function withdraw(req: IncomingMessage, waiterId: string, target: Target, agent:
 /**
  * A WebSocket upgrade: the raw bytes both ways, the handshake included — less the client's
  * offer of extensions. The Worker refuses permessage-deflate (`no_web_socket_compression`:
- * small JSON frames, CPU on both ends for few bytes), but served with static assets the
- * local runtime answers through its asset router, whose own flags accept the offer; without
- * an offer nothing is negotiated, as deployed.
+ * small JSON frames, CPU on both ends for few bytes); a local runtime that answers an upgrade
+ * through anything in front of the Worker (as its static-assets router did) may accept the
+ * offer under its own flags. Without an offer nothing is negotiated, as deployed.
  */
 function tunnel(req: IncomingMessage, client: Socket, head: Buffer, target: Target): void {
   const upstream = connect(target.port, target.host, () => {

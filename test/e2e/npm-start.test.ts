@@ -5,7 +5,7 @@
 // Each run is in a directory of its own whose entries link to this repository's, so the
 // build writes its own dist/ and never the one other tests' servers read.
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, expect, it } from "vitest";
@@ -24,8 +24,6 @@ function checkout(wranglerToml: string): string {
   const dir = mkdtempSync(join(tmpdir(), "shiftlock-npm-start-"));
   for (const entry of readdirSync(".")) if (!OWN.has(entry)) symlinkSync(resolve(entry), join(dir, entry));
   writeFileSync(join(dir, "wrangler.toml"), wranglerToml);
-  // As a fresh clone has it: the (empty) static assets directory is in git (.gitignore).
-  mkdirSync(join(dir, "dist", "pages"), { recursive: true });
   cleanups.push(() => Promise.resolve(removeState(dir)));
   return dir;
 }

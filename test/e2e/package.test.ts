@@ -85,11 +85,14 @@ const [local, custom] = await Promise.all([
 ]);
 try {
   const health = await (await local.fetch("/healthz")).json();
+  // The pages are part of the Worker's bundle, so the packaged Worker serves them too.
+  const dashboard = await local.fetch("/ui");
+  const page = { status: dashboard.status, type: dashboard.headers.get("content-type"), html: (await dashboard.text()).includes("<html") };
   const first = await cycle(local.url, "dev-token");
   const again = await cycle(local.url, "dev-token");
   const refused = await cycle(custom.url, "dev-token").catch((err) => err instanceof ShiftlockError && err.code);
   const fresh = await cycle(custom.url, "app-test-token");
-  console.log(JSON.stringify({ health, first, again, refused, fresh }));
+  console.log(JSON.stringify({ health, page, first, again, refused, fresh }));
 } finally {
   await Promise.all([local.dispose(), custom.dispose()]);
 }
@@ -423,6 +426,7 @@ describe("examples/worker-caller from the tarball", { timeout: 240_000 }, () => 
     const cycle = (fencingToken: string) => ({ fencingToken, seen: ["snapshot", "acquired", "released"] });
     expect(JSON.parse(ran.stdout)).toEqual({
       health: { ok: true },
+      page: { status: 200, type: "text/html; charset=utf-8", html: true },
       first: cycle("1"),
       again: cycle("2"),
       refused: "unauthorized",
