@@ -25,7 +25,7 @@ import { errorAnswer, forwardWatch, mount } from "./mount.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { objectName } from "../durable/object-names.ts";
 import { callObject } from "./platform-errors.ts";
-import { logRequest } from "./request-log.ts";
+import { isLogged, logRequest } from "./request-log.ts";
 import { mayRepeat } from "../protocol/route.ts";
 import { systemClock } from "../core/clock.ts";
 
@@ -48,9 +48,11 @@ export function mountClaimRoutes(app: Hono<AppEnv>): void {
         const startedMs = systemClock.nowMs();
         const answer = await runBatchOp(c, params.ns, op);
         // One line per op, as its single route would have written (request-log.ts).
-        const where = { namespace: params.ns, kind: "claim", name: op.claim };
-        const caller = { tokenName: c.get("grant").name };
-        logRequest(where, CLAIM_MUTATIONS[op.op].operationId, answer, systemClock.nowMs() - startedMs, caller);
+        if (isLogged(CLAIM_MUTATIONS[op.op], answer.status)) {
+          const where = { namespace: params.ns, kind: "claim", name: op.claim };
+          const caller = { tokenName: c.get("grant").name };
+          logRequest(where, CLAIM_MUTATIONS[op.op].operationId, answer, systemClock.nowMs() - startedMs, caller);
+        }
         return answer;
       }),
     );

@@ -14,7 +14,9 @@
  * - Never a secret: no bearer token nor anything derived from one (the token's configured
  *   name stands for it), no Authorization header, no lease id (a lease id lets its holder
  *   keep the lease alive), no request body beyond an eviction's note.
- * - Successful reads are not logged (they change nothing); every write and every refusal is.
+ * - Successful reads are not logged (they change nothing), nor successful heartbeats (a claim's
+ *   renew, a lease's keepalive: they only move a deadline, and at a few a minute per holder
+ *   they would be most of the lines); every other write and every refusal is.
  *
  * Does not: count anything (the objects' outboxes do) or sample.
  */
@@ -67,9 +69,10 @@ export function addressed(
   return { namespace: params["ns"] ?? "", kind, name };
 }
 
-/** True when this answer gets a line: every write, every refusal. */
+/** True when this answer gets a line: every write but a heartbeat's success, every refusal. */
 export function isLogged(route: RouteSpec, status: number): boolean {
-  return route.role === "write" || route.role === "admin" || status >= 400;
+  if (status >= 400) return true;
+  return (route.role === "write" || route.role === "admin") && route.heartbeat !== true;
 }
 
 /** Write the line of one answered request. */

@@ -31,8 +31,10 @@ function mutation<const V extends string, const B extends z.ZodType, const E ext
   summary: string,
   body: B,
   errors: E,
+  heartbeat?: true,
 ) {
   return defineRoute({
+    ...(heartbeat === undefined ? {} : { heartbeat }),
     operationId,
     tag: "claims",
     summary,
@@ -54,12 +56,14 @@ export const acquireClaim = mutation(
   acquireBodySchema,
   ["claim_held", "token_overflow"],
 );
-export const renewClaim = mutation("renew", "renewClaim", "Renew the caller's hold", renewBodySchema, [
-  "claim_not_found",
-  "evicted",
-  "not_owner",
-  "stale_token",
-]);
+export const renewClaim = mutation(
+  "renew",
+  "renewClaim",
+  "Renew the caller's hold",
+  renewBodySchema,
+  ["claim_not_found", "evicted", "not_owner", "stale_token"],
+  true,
+);
 export const prepareTransfer = mutation(
   "transfer/prepare",
   "prepareTransfer",

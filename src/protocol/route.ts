@@ -66,6 +66,11 @@ export interface RouteSpec {
   websocket?: { server: z.ZodType; client: z.ZodType };
   /** May a request be repeated (see {@link Repeatable})? Default: `always` for GET, else `never`. */
   repeatable?: Repeatable;
+  /**
+   * A heartbeat (a claim's renew, a lease's keepalive): it only moves a deadline, so its
+   * success writes no request log line — its refusals do (docs/operations.md).
+   */
+  heartbeat?: true;
 }
 
 /** Declare a route, keeping its literal types (path, method, schemas). */

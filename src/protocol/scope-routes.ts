@@ -92,6 +92,7 @@ function scopeRoutes<const P extends string>(prefix: P, suffix: string, keyed: b
       response: keepaliveResponseSchema,
       errors: ["lease_lost"],
       repeatable: "always",
+      heartbeat: true,
     }),
     refresh: defineRoute({
       operationId: `refreshWriteLease${suffix}`,

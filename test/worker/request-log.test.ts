@@ -93,6 +93,41 @@ describe("structured log lines", () => {
     expect(JSON.stringify(lines)).not.toContain(leaseId);
   });
 
+  it("a heartbeat's success writes no line, its refusal does, alone or in a batch", async () => {
+    const ns = unique("ns");
+    expect((await post(claimUrl(ns, "job", "/acquire"), { generationId: "g1", ttlMs: 60_000 })).status).toBe(200);
+    const scope = `http://x/v1/ns/${ns}/volumes/v/stores/s`;
+    const granted = await post(`${scope}/leases`, { participantId: "p", ttlMs: 60_000 });
+    expect(granted.status).toBe(201);
+    const leaseId: string = granted.body.lease.leaseId;
+    const lease = `${scope}/leases/${encodeURIComponent(leaseId)}`;
+    const lines = await captured(async () => {
+      expect(
+        (await post(claimUrl(ns, "job", "/renew"), { generationId: "g1", token: "1", ttlMs: 60_000 })).status,
+      ).toBe(200);
+      expect((await post(`${lease}/keepalive`, { ttlMs: 60_000 })).status).toBe(200);
+      const renewals = [
+        { op: "renew", claim: "job", generationId: "g1", token: "1", ttlMs: 60_000 },
+        { op: "renew", claim: "ghost", generationId: "g1", token: "1", ttlMs: 60_000 },
+      ];
+      const batch = await post(`http://x/v1/ns/${encodeURIComponent(ns)}/batch`, { ops: renewals });
+      const results = batch.body.results as { status: number }[];
+      expect(results.map((r) => r.status)).toEqual([200, 404]);
+      expect(
+        (await post(claimUrl(ns, "job", "/renew"), { generationId: "g1", token: "7", ttlMs: 60_000 })).status,
+      ).toBe(409);
+      expect((await post(`${scope}/leases/not-a-lease/keepalive`, {})).status).toBe(410);
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({ operation: "renewClaim", name: "ghost", outcome: "claim_not_found" }),
+      // The batch itself is a write of its own (one line, whatever its ops).
+      expect.objectContaining({ operation: "claimBatch", status: 200 }),
+      expect.objectContaining({ operation: "renewClaim", name: "job", outcome: "stale_token" }),
+      expect.objectContaining({ kind: "scope", operation: expect.stringMatching(/^keepalive/), outcome: "lease_lost" }),
+    ]);
+    await runInDurableObject(claimStub(ns, "job"), (_o, s) => s.storage.deleteAlarm());
+  });
+
   it("an eviction logs the operator token's name and note", async () => {
     const ns = unique("ns");
     expect((await post(claimUrl(ns, "job", "/acquire"), { generationId: "g1", ttlMs: 60_000 })).status).toBe(200);
