@@ -245,7 +245,10 @@ export class IndexOutbox {
     this.hasRow = row !== undefined;
     if (row === undefined) return undefined;
     this.deliveredSeq = Math.max(this.deliveredSeq ?? 0, row.delivered_seq);
-    return { row, listed: listedFingerprint(JSON.parse(row.entry) as IndexEntry) };
+    const listed = listedFingerprint(JSON.parse(row.entry) as IndexEntry);
+    // The row holds the last staged entry: the next stage compares with it without reading again.
+    this.lastListed ??= listed;
+    return { row, listed };
   }
 
   private undelivered(): OutboxRow | undefined {

@@ -64,8 +64,11 @@ export class SchemaMigrations {
    * unless lazy) and refuse a newer schema. A lazy store without data stays empty.
    */
   open(): void {
-    if (this.schema.lazy && this.stored() === 0) return;
-    this.ensure();
+    const stored = this.stored();
+    // Current already (every start-up but the first after a deploy that migrates): no
+    // transaction, nothing read twice.
+    if (stored === this.latest) this.current = true;
+    else if (!this.schema.lazy || stored > 0) this.ensure();
   }
 
   /**
