@@ -22,6 +22,11 @@
  *   schedstat, nanoseconds) from the first call until 2.5 s after the last (the listing's
  *   deliveries and forwards included), less what workerd uses idle over as long (measured
  *   just before), divided by the operations. The floor's workerd likewise.
+ * - Steady state: on the same CPU server, one claim (and one floor lock) takes the same
+ *   operation `--cpu-ops` times in a row — acquire → release, renew, get — so the object
+ *   stays in memory and one listing delivery carries many changes: what a held, renewed
+ *   claim costs, beside the isolated operations above, each on an object not touched for
+ *   tens of seconds (which the local runtime has evicted: each pays the object's start).
  * Does not: include storage or duration billing, or make a CPU figure taken on a loaded
  * machine honest (the load average is printed). `--write-doc` rewrites the `cost` section of
  * docs/performance.md. Not part of `npm test`.
@@ -167,6 +172,9 @@ function floorOperations(plain, url, rows) {
   ];
 }
 
+/** The floor's steady-state row: acquire → release on one lock, per operation. */
+const WARM_FLOOR = "floor acquire → release, one lock";
+
 /** The floor's rows, by the name its table row and CPU figure carry. */
 const FLOOR = {
   acquireNew: "floor acquire, new lock",
@@ -256,6 +264,28 @@ for (const op of floorOperations(plain, floor.url, {})) {
   cpuUs.set(op.name, await cpuUsPerOp(floorWorkerd, (i) => op.run(20_000 + i)));
   process.stderr.write(`${op.name}: ${cpuUs.get(op.name)} µs of workerd CPU\n`);
 }
+/**
+ * The steady state beside the isolated operations above: one object, the same operation
+ * `--cpu-ops` times in a row, so the object stays in memory and one delivery carries many
+ * changes to the listing. `perOp` divides a cycle of several requests.
+ * @type {{ name: string, floor: string, perOp: number, setup?: () => Promise<void>, run: () => Promise<void> }[]}
+ */
+const warm = [];
+/** @type {Map<string, number>} warm row → workerd µs per operation */
+const warmCpuUs = new Map();
+{
+  /** @type {unknown} */
+  let lockToken;
+  const lock = `${floor.url}/locks/warm`;
+  const floorCycle = async () => {
+    const r = await plain.call("POST", `${lock}/acquire`, { owner: "o", ttlMs: 60_000 });
+    lockToken = /** @type {{ token?: unknown }} */ (r.body).token;
+    expectStatus(r, 200, "floor acquire");
+    expectStatus(await plain.call("POST", `${lock}/release`, { owner: "o", token: lockToken }), 200, "floor release");
+  };
+  for (let i = 0; i < 20; i++) await floorCycle();
+  warmCpuUs.set(WARM_FLOOR, round((await cpuUsPerOp(floorWorkerd, floorCycle)) / 2, 0));
+}
 await plain.close();
 const cpuNs = `cpu-${crypto.randomUUID().slice(0, 8)}`;
 // Warm-up (code compiled, connections open) on other names, then the measured runs.
@@ -263,6 +293,50 @@ for (const op of operations(http, `${direct.url}/v1/ns/warm-${cpuNs}`)) for (let
 for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
   cpuUs.set(op.name, await cpuUsPerOp(serverWorkerd, op.run));
   process.stderr.write(`${op.name}: ${cpuUs.get(op.name)} µs of workerd CPU\n`);
+}
+{
+  const claim = `${direct.url}/v1/ns/${cpuNs}/claims/warm`;
+  /** @type {string} */
+  let token = "";
+  const acquire = async () => {
+    const r = await http.call("POST", `${claim}/acquire`, { generationId: "g", ttlMs: 60_000 });
+    token = expectStatus(r, 200, "acquire").claim.fencingToken;
+  };
+  const release = async () =>
+    void expectStatus(await http.call("POST", `${claim}/release`, { generationId: "g", token }), 200, "release");
+  warm.push(
+    {
+      name: "claims acquire → release, one claim",
+      floor: WARM_FLOOR,
+      perOp: 2,
+      run: async () => {
+        await acquire();
+        await release();
+      },
+    },
+    {
+      name: "claims renew, one held claim",
+      floor: WARM_FLOOR,
+      perOp: 1,
+      setup: acquire,
+      run: async () => {
+        const body = { generationId: "g", token, ttlMs: 60_000 };
+        expectStatus(await http.call("POST", `${claim}/renew`, body), 200, "renew");
+      },
+    },
+    {
+      name: "claims get, one claim",
+      floor: WARM_FLOOR,
+      perOp: 1,
+      run: async () => void expectStatus(await http.call("GET", claim), 200, "get"),
+    },
+  );
+  for (const w of warm) {
+    await w.setup?.();
+    for (let i = 0; i < 20; i++) await w.run();
+    warmCpuUs.set(w.name, round((await cpuUsPerOp(serverWorkerd, w.run)) / w.perOp, 0));
+    process.stderr.write(`${w.name}: ${warmCpuUs.get(w.name)} µs of workerd CPU per operation\n`);
+  }
 }
 const load = load1m();
 await http.close();
@@ -339,12 +413,26 @@ const table = markdownTable(
   rows,
   "lrrrrrrrrrrr",
 );
+const floorWarm = warmCpuUs.get(WARM_FLOOR) ?? NaN;
+const warmTable = markdownTable(
+  ["one object, the same operation repeated", "workerd CPU µs per operation", "CPU ÷ floor"],
+  [
+    ...warm.map((w) => {
+      const cpu = warmCpuUs.get(w.name) ?? NaN;
+      return [w.name, cpu, `${round(cpu / floorWarm, 2)}×`];
+    }),
+    [WARM_FLOOR, floorWarm, "1×"],
+  ],
+  "lrr",
+);
 const command = `npm run bench:cost -- ${process.argv.slice(2).join(" ")}`.replace(/ -- $/, "");
 const machine = machineInfo();
 const section = [
   `Command: \`${command}\` at commit ${commitInfo()} (${new Date().toISOString()}); ${N} operations each for the counts, ${CPU_N} for the CPU; machine: ${describeMachine(machine)}; load at the end ${load}. Counts do not depend on load; CPU does.`,
   "",
   table,
+  "",
+  warmTable,
 ].join("\n");
 console.log(`\n${section}`);
 if (values["write-doc"] === true) {
