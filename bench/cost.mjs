@@ -38,7 +38,7 @@ import { startFloor } from "./floor/serve.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
 import { commitInfo, describeMachine, load1m, machineInfo, markdownTable, replaceSection } from "./report.mjs";
 import { countByPhase, OBJECT_GB, parseMeterLine, PRICES } from "./scale-model.mjs";
-import { childPids, groupPids, processCpuNs, startServer } from "./server.mjs";
+import { childPids, cpuUsPerOp as serverCpuUsPerOp, groupPids, startServer } from "./server.mjs";
 import { round } from "./stats.mjs";
 
 const { values } = parseOptions(process.argv.slice(2), {
@@ -239,23 +239,9 @@ const [serverWorkerd] = groupPids(direct.pgid, "workerd");
 const [floorWorkerd] = childPids("workerd");
 if (serverWorkerd === undefined || floorWorkerd === undefined) throw new Error("no workerd process found in /proc");
 
-/**
- * workerd's CPU per operation, µs: from the first call until {@link SETTLE_MS} after the
- * last, less what the process uses idle over as long.
- * @param {number} pid
- * @param {(i: number) => Promise<void>} run
- */
-async function cpuUsPerOp(pid, run) {
-  await sleep(SETTLE_MS);
-  const idleStart = { ms: performance.now(), ns: processCpuNs(pid) };
-  await sleep(SETTLE_MS);
-  const idleNsPerMs = (processCpuNs(pid) - idleStart.ns) / (performance.now() - idleStart.ms);
-  const start = { ms: performance.now(), ns: processCpuNs(pid) };
-  for (let i = 0; i < CPU_N; i++) await run(i);
-  await sleep(SETTLE_MS);
-  const usedNs = processCpuNs(pid) - start.ns - idleNsPerMs * (performance.now() - start.ms);
-  return Math.max(0, Math.round(usedNs / 1_000 / CPU_N));
-}
+/** workerd's CPU per operation over {@link CPU_N} runs (bench/server.mjs). */
+const cpuUsPerOp = (/** @type {number} */ pid, /** @type {(i: number) => Promise<void>} */ run) =>
+  serverCpuUsPerOp(pid, run, CPU_N, SETTLE_MS);
 /** @type {Map<string, number>} operation → workerd µs */
 const cpuUs = new Map();
 // The floor first, while its connection is fresh (workerd closes one left idle for minutes).

@@ -172,6 +172,29 @@ export function processCpuNs(pid) {
 }
 
 /**
+ * A process's CPU per operation, µs (e.g. workerd's): `run(i)` for i < `ops`, from the first
+ * call until `settleMs` after the last (so what the operations caused afterwards — a listing
+ * delivery, an alarm — counts with them), less what the process used idle over as long,
+ * measured over `settleMs` just before.
+ * @param {number} pid
+ * @param {(i: number) => Promise<void>} run
+ * @param {number} ops
+ * @param {number} settleMs
+ */
+export async function cpuUsPerOp(pid, run, ops, settleMs) {
+  const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+  await sleep(settleMs);
+  const idleStart = { ms: performance.now(), ns: processCpuNs(pid) };
+  await sleep(settleMs);
+  const idleNsPerMs = (processCpuNs(pid) - idleStart.ns) / (performance.now() - idleStart.ms);
+  const start = { ms: performance.now(), ns: processCpuNs(pid) };
+  for (let i = 0; i < ops; i++) await run(i);
+  await sleep(settleMs);
+  const usedNs = processCpuNs(pid) - start.ns - idleNsPerMs * (performance.now() - start.ms);
+  return Math.max(0, Math.round(usedNs / 1_000 / ops));
+}
+
+/**
  * The process ids of this process's children named `comm` (e.g. the `workerd` that an
  * in-process Miniflare started).
  * @param {string} comm

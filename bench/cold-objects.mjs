@@ -1,0 +1,131 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench:cold`: what an object's start costs, ours against the floor's — workerd's
+ * CPU per acquire → release pair when each pair goes to an object the local runtime has
+ * evicted (`--cold-claims` objects taken in turn: each is touched again only after all the
+ * others, tens of seconds later) and when it goes to one of a few objects kept in memory
+ * (`--warm-claims`, each touched again within a fraction of a second). The difference
+ * between the two rows is the start of an evicted object, the operation included.
+ *
+ *   TMPDIR=/dev/shm node bench/cold-objects.mjs [--pairs=2000] [--cold-claims=2000]
+ *     [--warm-claims=100] [--rounds=3] [--listing-index=on|off]
+ *
+ * Servers: the serving half of `npm start` (its `--listing-index`; workerd's CPU is read from
+ * its own process, so the Node front's is not counted) and the floor (bench/floor/worker.js)
+ * on its own workerd; both keep their state under $TMPDIR. Every figure is
+ * bench/server.mjs's cpuUsPerOp over `--pairs` pairs; each row is the median of `--rounds`
+ * rounds, interleaved (floor cold, ours cold, floor warm, ours warm), all rounds printed.
+ * Guarantees: every reply's status is checked; servers stop and their state is removed on
+ * exit. Does not: explain where the start's time goes (docs/performance.md does what it
+ * can), or make a figure taken on a loaded machine honest (the load is printed). Not part of
+ * `npm test`.
+ */
+import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { hardLimit, stopAll } from "./cleanup.mjs";
+import { startFloor } from "./floor/serve.mjs";
+import { expectStatus, makeClient } from "./http.mjs";
+import { commitInfo, describeMachine, load1m, machineInfo, markdownTable } from "./report.mjs";
+import { childPids, cpuUsPerOp, groupPids, startServer } from "./server.mjs";
+
+const { values } = parseOptions(process.argv.slice(2), {
+  pairs: { type: "string" },
+  "cold-claims": { type: "string" },
+  "warm-claims": { type: "string" },
+  rounds: { type: "string" },
+  "listing-index": { type: "string" },
+});
+const PAIRS = parseInteger("--pairs", values.pairs, { min: 10, max: 20_000 }) ?? 2_000;
+const COLD = parseInteger("--cold-claims", values["cold-claims"], { min: 1, max: 20_000 }) ?? 2_000;
+const WARM = parseInteger("--warm-claims", values["warm-claims"], { min: 1, max: 1_000 }) ?? 100;
+const ROUNDS = parseInteger("--rounds", values.rounds, { min: 1, max: 9 }) ?? 3;
+const listingIndex = values["listing-index"] ?? "on";
+if (listingIndex !== "on" && listingIndex !== "off") {
+  console.error("cold-objects: --listing-index takes on or off");
+  process.exit(2);
+}
+/** Long enough for the deliveries and alarms a pair causes to land inside its window. */
+const SETTLE_MS = 2_500;
+hardLimit("bench:cold", 40 * 60_000);
+const startLoad = load1m();
+
+const floor = await startFloor();
+const plain = await makeClient();
+const [floorPid] = childPids("workerd");
+const server = await startServer("npm-start", { listingIndex });
+const [serverPid] = groupPids(server.pgid, "workerd");
+if (floorPid === undefined || serverPid === undefined) throw new Error("no workerd process found in /proc");
+const http = await makeClient("dev-token");
+const base = `${server.url}/v1/ns/cold-${crypto.randomUUID().slice(0, 8)}/claims`;
+
+/** @param {string} name */
+async function ourPair(name) {
+  const acquired = await http.call("POST", `${base}/${name}/acquire`, { generationId: "g", ttlMs: 60_000 });
+  const token = expectStatus(acquired, 200, "acquire").claim.fencingToken;
+  expectStatus(await http.call("POST", `${base}/${name}/release`, { generationId: "g", token }), 200, "release");
+}
+
+/** @param {string} name */
+async function floorPair(name) {
+  const acquired = await plain.call("POST", `${floor.url}/locks/${name}/acquire`, { owner: "o", ttlMs: 60_000 });
+  const token = /** @type {{ token?: unknown }} */ (acquired.body).token;
+  expectStatus(acquired, 200, "floor acquire");
+  expectStatus(
+    await plain.call("POST", `${floor.url}/locks/${name}/release`, { owner: "o", token }),
+    200,
+    "floor release",
+  );
+}
+
+/** The rows, each with the pair it runs on object `i`. */
+const rows = [
+  { name: "floor, evicted objects", pid: floorPid, run: (/** @type {number} */ i) => floorPair(`c-${i % COLD}`) },
+  {
+    name: "shiftlock claims, evicted objects",
+    pid: serverPid,
+    run: (/** @type {number} */ i) => ourPair(`c-${i % COLD}`),
+  },
+  { name: "floor, objects in memory", pid: floorPid, run: (/** @type {number} */ i) => floorPair(`w-${i % WARM}`) },
+  {
+    name: "shiftlock claims, objects in memory",
+    pid: serverPid,
+    run: (/** @type {number} */ i) => ourPair(`w-${i % WARM}`),
+  },
+];
+// Every object exists before anything is measured (its tables created, code compiled).
+for (let i = 0; i < COLD; i++) await Promise.all([ourPair(`c-${i}`), floorPair(`c-${i}`)]);
+for (let i = 0; i < WARM; i++) await Promise.all([ourPair(`w-${i}`), floorPair(`w-${i}`)]);
+
+/** @type {Map<string, number[]>} */
+const measured = new Map();
+for (let round = 0; round < ROUNDS; round++) {
+  for (const row of rows) {
+    const us = await cpuUsPerOp(row.pid, row.run, PAIRS, SETTLE_MS);
+    measured.set(row.name, [...(measured.get(row.name) ?? []), us]);
+    process.stderr.write(`round ${round + 1}: ${row.name}: ${us} µs per pair\n`);
+  }
+}
+const endLoad = load1m();
+await http.close();
+await plain.close();
+await stopAll();
+
+const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const floorOf = (/** @type {string} */ name) =>
+  median(measured.get(name.includes("evicted") ? (rows[0]?.name ?? "") : (rows[2]?.name ?? "")) ?? []);
+const table = markdownTable(
+  ["acquire → release pairs", "workerd CPU µs per pair (median)", "all rounds", "÷ the floor's"],
+  rows.map((row) => {
+    const all = measured.get(row.name) ?? [];
+    return [row.name, median(all), all.join(" / "), `${(median(all) / floorOf(row.name)).toFixed(2)}×`];
+  }),
+  "lrrr",
+);
+const command = `node bench/cold-objects.mjs ${process.argv.slice(2).join(" ")}`.trim();
+console.log(
+  [
+    `Command: \`${command}\` at commit ${commitInfo()} (${new Date().toISOString()}); ${PAIRS} pairs per figure over ${COLD} evicted and ${WARM} in-memory objects, listing index ${listingIndex}; machine: ${describeMachine(machineInfo())}; load ${startLoad} at the start, ${endLoad} at the end.`,
+    "",
+    table,
+  ].join("\n"),
+);
+process.exit(0);
