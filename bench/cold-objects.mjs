@@ -76,24 +76,30 @@ async function floorPair(name) {
   );
 }
 
-/** The rows, each with the pair it runs on object `i`. */
-const rows = [
-  { name: "floor, evicted objects", pid: floorPid, run: (/** @type {number} */ i) => floorPair(`c-${i % COLD}`) },
-  {
-    name: "shiftlock claims, evicted objects",
-    pid: serverPid,
-    run: (/** @type {number} */ i) => ourPair(`c-${i % COLD}`),
-  },
-  { name: "floor, objects in memory", pid: floorPid, run: (/** @type {number} */ i) => floorPair(`w-${i % WARM}`) },
-  {
-    name: "shiftlock claims, objects in memory",
-    pid: serverPid,
-    run: (/** @type {number} */ i) => ourPair(`w-${i % WARM}`),
-  },
+/** The two sets of objects: names, and how many the pairs cycle through. */
+const SETS = [
+  { label: "evicted objects", prefix: "c", count: COLD },
+  { label: "objects in memory", prefix: "w", count: WARM },
 ];
+/** The rows, each with the pair it runs on object `i` and the floor row it is divided by. */
+const rows = SETS.flatMap(({ label, prefix, count }) => [
+  {
+    name: `floor, ${label}`,
+    floor: `floor, ${label}`,
+    pid: floorPid,
+    run: (/** @type {number} */ i) => floorPair(`${prefix}-${i % count}`),
+  },
+  {
+    name: `shiftlock claims, ${label}`,
+    floor: `floor, ${label}`,
+    pid: serverPid,
+    run: (/** @type {number} */ i) => ourPair(`${prefix}-${i % count}`),
+  },
+]);
 // Every object exists before anything is measured (its tables created, code compiled).
-for (let i = 0; i < COLD; i++) await Promise.all([ourPair(`c-${i}`), floorPair(`c-${i}`)]);
-for (let i = 0; i < WARM; i++) await Promise.all([ourPair(`w-${i}`), floorPair(`w-${i}`)]);
+for (const { prefix, count } of SETS) {
+  for (let i = 0; i < count; i++) await Promise.all([ourPair(`${prefix}-${i}`), floorPair(`${prefix}-${i}`)]);
+}
 
 /** @type {Map<string, number[]>} */
 const measured = new Map();
@@ -110,13 +116,12 @@ await plain.close();
 await stopAll();
 
 const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-const floorOf = (/** @type {string} */ name) =>
-  median(measured.get(name.includes("evicted") ? (rows[0]?.name ?? "") : (rows[2]?.name ?? "")) ?? []);
 const table = markdownTable(
   ["acquire → release pairs", "workerd CPU µs per pair (median)", "all rounds", "÷ the floor's"],
   rows.map((row) => {
     const all = measured.get(row.name) ?? [];
-    return [row.name, median(all), all.join(" / "), `${(median(all) / floorOf(row.name)).toFixed(2)}×`];
+    const floor = median(measured.get(row.floor) ?? []);
+    return [row.name, median(all), all.join(" / "), `${(median(all) / floor).toFixed(2)}×`];
   }),
   "lrrr",
 );
