@@ -30,7 +30,7 @@
  *
  * Does not: make the listing exact. The objects are the truth; the listing may lag them.
  */
-import { type Clock, systemClock } from "../core/clock.ts";
+import { systemClock } from "../core/clock.ts";
 import { listingShardCount, listingShardOf } from "../core/listing-shard.ts";
 import { objectName } from "./object-names.ts";
 import type { CounterDeltas, IndexDelivery, IndexEntry } from "../core/listing-entry.ts";
@@ -38,6 +38,7 @@ import { listedFingerprint } from "../core/listing-entry.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
 import { writeCounter } from "./metrics.ts";
 import type { ObjectMeter } from "./object-meter.ts";
+import type { ObjectSettings } from "./object-settings.ts";
 
 /** Appended to every feeding store's migrations: the one outbox row. */
 export const OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS index_outbox (
@@ -118,9 +119,11 @@ export class IndexOutbox {
   constructor(
     private readonly ctx: DurableObjectState,
     private readonly env: Env,
-    private readonly clock: () => Clock,
-    /** True while deliveries are held (`holdIndexDelivery`, object-settings.ts): stage, arm, send nothing. */
-    private readonly held: () => boolean,
+    /**
+     * The object's settings, read at each use: its clock, and `holdIndexDelivery` (stage and
+     * arm, send nothing) (object-settings.ts).
+     */
+    private readonly settings: Pick<ObjectSettings, "clock" | "holdIndexDelivery">,
     private readonly alarms: AlarmSchedule,
     private readonly meter: ObjectMeter,
   ) {
@@ -177,13 +180,13 @@ export class IndexOutbox {
     // The delivery is the runtime's (`waitUntil` in start) and never rejects.
     void this.start(COALESCE_MS);
     return staged && deadlineMs === undefined
-      ? this.alarms.ensure(this.clock().nowMs() + DELIVERY_CHECK_MS)
+      ? this.alarms.ensure(this.settings.clock.nowMs() + DELIVERY_CHECK_MS)
       : Promise.resolve();
   }
 
   /** Start a delivery unless one is in flight (then mark dirty). Undefined when none can run. */
   private start(delayMs: number): Promise<void> | undefined {
-    if (!this.enabled || this.held()) return undefined;
+    if (!this.enabled || this.settings.holdIndexDelivery) return undefined;
     if (this.inFlight !== undefined) {
       this.dirty = true;
       return this.inFlight;
@@ -223,7 +226,7 @@ export class IndexOutbox {
       do {
         this.dirty = false;
         await this.deliverOnce();
-      } while (this.dirty && !this.held());
+      } while (this.dirty && !this.settings.holdIndexDelivery);
     } finally {
       this.inFlight = undefined;
     }
@@ -263,7 +266,11 @@ export class IndexOutbox {
     const entry = JSON.parse(row.entry) as IndexEntry;
     const counters = this.pending;
     this.pending = {};
-    const delivery: IndexDelivery = { entry: { seq: row.seq, value: entry }, counters, atMs: this.clock().nowMs() };
+    const delivery: IndexDelivery = {
+      entry: { seq: row.seq, value: entry },
+      counters,
+      atMs: this.settings.clock.nowMs(),
+    };
     const shard = listingShardOf(entry.kind, entry.key, this.shards);
     try {
       await this.env.INDEX_SHARDS.getByName(objectName(this.namespace, "index-shard", String(shard))).apply(delivery);
@@ -271,7 +278,7 @@ export class IndexOutbox {
       // Put the counters back and retry from the alarm (only ever moved earlier).
       this.restore(counters);
       console.warn("listing delivery failed; retrying", err);
-      const retryAt = this.clock().nowMs() + this.retryMs;
+      const retryAt = this.settings.clock.nowMs() + this.retryMs;
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
       await this.alarms.ensure(retryAt);
       return;

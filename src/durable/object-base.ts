@@ -55,14 +55,7 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
     super(ctx, env);
     this.meter = new ObjectMeter(ctx, env);
     this.alarms = new AlarmSchedule(ctx.storage, () => this.meter.add("alarmsSet"));
-    this.outbox = new IndexOutbox(
-      ctx,
-      env,
-      () => settings.clock,
-      () => settings.holdIndexDelivery,
-      this.alarms,
-      this.meter,
-    );
+    this.outbox = new IndexOutbox(ctx, env, settings, this.alarms, this.meter);
   }
 
   /** The object's time source (read through the settings at each use). */
