@@ -23,7 +23,8 @@
 import { parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { startFloor } from "./floor/serve.mjs";
-import { expectStatus, makeClient } from "./http.mjs";
+import { makeClient } from "./http.mjs";
+import { claimLocks, floorLocks } from "./locks.mjs";
 import { commitInfo, describeMachine, load1m, machineInfo, markdownTable } from "./report.mjs";
 import { childPids, cpuUsPerOp, groupPids, startServer } from "./server.mjs";
 
@@ -55,26 +56,12 @@ const server = await startServer("npm-start", { listingIndex });
 const [serverPid] = groupPids(server.pgid, "workerd");
 if (floorPid === undefined || serverPid === undefined) throw new Error("no workerd process found in /proc");
 const http = await makeClient("dev-token");
-const base = `${server.url}/v1/ns/cold-${crypto.randomUUID().slice(0, 8)}/claims`;
 
-/** @param {string} name */
-async function ourPair(name) {
-  const acquired = await http.call("POST", `${base}/${name}/acquire`, { generationId: "g", ttlMs: 60_000 });
-  const token = expectStatus(acquired, 200, "acquire").claim.fencingToken;
-  expectStatus(await http.call("POST", `${base}/${name}/release`, { generationId: "g", token }), 200, "release");
-}
-
-/** @param {string} name */
-async function floorPair(name) {
-  const acquired = await plain.call("POST", `${floor.url}/locks/${name}/acquire`, { owner: "o", ttlMs: 60_000 });
-  const token = /** @type {{ token?: unknown }} */ (acquired.body).token;
-  expectStatus(acquired, 200, "floor acquire");
-  expectStatus(
-    await plain.call("POST", `${floor.url}/locks/${name}/release`, { owner: "o", token }),
-    200,
-    "floor release",
-  );
-}
+// The same acquire → release cycles as bench:peers (bench/locks.mjs), one client, no contention.
+const ours = await claimLocks(http, server.url, `cold-${crypto.randomUUID().slice(0, 8)}`).open(1);
+const floors = await floorLocks(plain, floor.url).open(1);
+const ourPair = (/** @type {string} */ name) => ours.cycle(0, name, Infinity);
+const floorPair = (/** @type {string} */ name) => floors.cycle(0, name, Infinity);
 
 /** The two sets of objects: names, and how many the pairs cycle through. */
 const SETS = [

@@ -36,6 +36,7 @@ import { parseInteger } from "../src/cli/options.mjs";
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { startFloor } from "./floor/serve.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
+import { claimLocks, floorLocks } from "./locks.mjs";
 import { commitInfo, describeMachine, load1m, machineInfo, markdownTable, replaceSection } from "./report.mjs";
 import { countByPhase, OBJECT_GB, parseMeterLine, PRICES } from "./scale-model.mjs";
 import { childPids, cpuUsPerOp as serverCpuUsPerOp, groupPids, startServer } from "./server.mjs";
@@ -240,7 +241,7 @@ const [floorWorkerd] = childPids("workerd");
 if (serverWorkerd === undefined || floorWorkerd === undefined) throw new Error("no workerd process found in /proc");
 
 /** workerd's CPU per operation over {@link CPU_N} runs (bench/server.mjs). */
-const cpuUsPerOp = (/** @type {number} */ pid, /** @type {(i: number) => Promise<void>} */ run) =>
+const cpuUsPerOp = (/** @type {number} */ pid, /** @type {(i: number) => Promise<unknown>} */ run) =>
   serverCpuUsPerOp(pid, run, CPU_N, SETTLE_MS);
 /** @type {Map<string, number>} operation → workerd µs */
 const cpuUs = new Map();
@@ -260,15 +261,9 @@ const warm = [];
 /** @type {Map<string, number>} warm row → workerd µs per operation */
 const warmCpuUs = new Map();
 {
-  /** @type {unknown} */
-  let lockToken;
-  const lock = `${floor.url}/locks/warm`;
-  const floorCycle = async () => {
-    const r = await plain.call("POST", `${lock}/acquire`, { owner: "o", ttlMs: 60_000 });
-    lockToken = /** @type {{ token?: unknown }} */ (r.body).token;
-    expectStatus(r, 200, "floor acquire");
-    expectStatus(await plain.call("POST", `${lock}/release`, { owner: "o", token: lockToken }), 200, "floor release");
-  };
+  // The acquire → release cycle of bench:peers (bench/locks.mjs), on one lock.
+  const floorLock = await floorLocks(plain, floor.url).open(1);
+  const floorCycle = () => floorLock.cycle(0, "warm", Infinity);
   for (let i = 0; i < 20; i++) await floorCycle();
   warmCpuUs.set(WARM_FLOOR, round((await cpuUsPerOp(floorWorkerd, floorCycle)) / 2, 0));
 }
@@ -288,17 +283,14 @@ for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
     const r = await http.call("POST", `${claim}/acquire`, { generationId: "g", ttlMs: 60_000 });
     token = expectStatus(r, 200, "acquire").claim.fencingToken;
   };
-  const release = async () =>
-    void expectStatus(await http.call("POST", `${claim}/release`, { generationId: "g", token }), 200, "release");
+  const claimLock = await claimLocks(http, direct.url, cpuNs).open(1);
   warm.push(
     {
       name: "claims acquire → release, one claim",
       floor: WARM_FLOOR,
       perOp: 2,
-      run: async () => {
-        await acquire();
-        await release();
-      },
+      // The acquire → release cycle of bench:peers (bench/locks.mjs).
+      run: async () => void (await claimLock.cycle(0, "warm", Infinity)),
     },
     {
       name: "claims renew, one held claim",

@@ -177,7 +177,7 @@ export function processCpuNs(pid) {
  * delivery, an alarm — counts with them), less what the process used idle over as long,
  * measured over `settleMs` just before.
  * @param {number} pid
- * @param {(i: number) => Promise<void>} run
+ * @param {(i: number) => Promise<unknown>} run its result is ignored
  * @param {number} ops
  * @param {number} settleMs
  */
