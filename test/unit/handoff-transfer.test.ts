@@ -3,6 +3,7 @@
 // (ports of the Go reference's root-package handoff tests, §4.5, and its §5 surprises).
 import { describe, expect, it } from "vitest";
 import { hasCode, ShiftlockError } from "../../src/protocol/errors.ts";
+import { ADOPTED_FIRST_RENEW_MAX_MS } from "../../src/client/handoff/session-claim.ts";
 import { advanceBy, flushMicrotasks, networkError, rig } from "./handoff-fixtures.ts";
 
 const name = (prefix = "claim"): string => `${prefix}-${crypto.randomUUID()}`;
@@ -65,6 +66,45 @@ describe("handoff", () => {
     expect((await r.backend.getClaim(claim)).ownerGeneration).toBe("gen-b");
     expect(r.events.filter((e) => e.type === "claim.lost")).toEqual([]);
     await b.close();
+  });
+
+  it("a successor renews what it adopted after the commit batch, within a second, not among the batch's commits", async () => {
+    const r = rig();
+    const claims = [name("a"), name("b"), name("c")];
+    // A long ttl: the renew interval (5 s) is longer than an adoption's first renew delay.
+    const long = { leaseTtlMs: 15_000, renewIntervalMs: 5_000 };
+    const a = await r.open("gen-a", long);
+    const b = await r.open("gen-b", long);
+    const old = await Promise.all(claims.map((c) => a.claim(c).tryAcquire()));
+    const renewedAtMs: number[] = [];
+    r.faults.renewClaim = (args) => {
+      if ((args[0] as { generationId: string }).generationId !== "gen-a") renewedAtMs.push(r.clock.nowMs());
+      return undefined;
+    };
+    const result = await a.handoffTo("gen-b");
+    const adoptedAtMs = r.clock.nowMs();
+    const adopted = result.claims.map((c) => b.claim(c.claim).adopt(c.record, c.deadlineMs));
+    expect(adopted.map((l) => l.token)).toEqual(old.map((l) => l.token + 1n));
+    await flushMicrotasks(100);
+    expect(renewedAtMs).toEqual([]);
+    await advanceBy(r.clock, ADOPTED_FIRST_RENEW_MAX_MS - 50);
+    expect(renewedAtMs).toEqual([]);
+    await advanceBy(r.clock, 50);
+    expect(renewedAtMs).toEqual(claims.map(() => adoptedAtMs + ADOPTED_FIRST_RENEW_MAX_MS));
+    // Each deadline is re-based on that renew's send time.
+    for (const l of adopted) expect(l.deadlineMs).toBe(adoptedAtMs + ADOPTED_FIRST_RENEW_MAX_MS + 15_000);
+    // A ttl whose renew interval (200 ms) is shorter renews at its own interval, as a fresh lease does.
+    const c = await r.open("gen-c", { leaseTtlMs: 15_000, renewIntervalMs: 200 });
+    const handed = await b.handoffTo("gen-c");
+    const quickAtMs = r.clock.nowMs();
+    renewedAtMs.length = 0;
+    const quick = handed.claims.map((h) => c.claim(h.claim).adopt(h.record, h.deadlineMs));
+    await advanceBy(r.clock, 150);
+    expect(renewedAtMs).toEqual([]);
+    await advanceBy(r.clock, 50);
+    expect(renewedAtMs).toEqual(claims.map(() => quickAtMs + 200));
+    expect(quick.every((l) => l.held)).toBe(true);
+    await c.close();
   });
 
   it("a successor whose acquire poll is still in flight adopts on the commit event without waiting for it", async () => {

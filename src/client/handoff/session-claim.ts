@@ -44,6 +44,15 @@ export interface ClaimWaitOptions extends ClaimAcquireOptions {
  */
 export const REFUSED = ["not_owner", "stale_token", "claim_not_found", "evicted"] as const;
 
+/**
+ * The longest an adopted claim waits for its first renew, which re-bases the deadline
+ * estimated from the commit event on a measured round trip and confirms the adoption. Not
+ * at once: a successor adopts every claim of a commit batch within one batch's time, and N
+ * renews sent at once would land among the batch's remaining commits (the same Worker,
+ * locally the same thread; docs/handoff.md measures it) and lengthen the hand-over.
+ */
+export const ADOPTED_FIRST_RENEW_MAX_MS = 1_000;
+
 /** What a claim needs from its session. */
 export interface SessionContext {
   readonly cfg: ResolvedConfig;
@@ -126,8 +135,8 @@ export class SessionClaim {
     const onItem = (item: ClaimWatchItem): void => {
       if (item.type === "event" && item.reason === "transfer_committed" && this.isMine(item.claim)) {
         // The commit event itself proves ownership: adopt without another round trip. The
-        // remaining ttl is counted from the event's arrival; the first renew, sent at
-        // once, re-bases the deadline on a measured round trip.
+        // remaining ttl is counted from the event's arrival; the first renew, within
+        // ADOPTED_FIRST_RENEW_MAX_MS, re-bases the deadline on a measured round trip.
         committed = { record: item.claim, deadlineMs: cfg.clock.nowMs() + (item.claim.expiresAtMs - item.timeMs) };
       }
       wake?.();
@@ -298,8 +307,10 @@ export class SessionClaim {
     this.current = { lease, control, renewStop };
     this.session.events.emit("claim.acquired", { claim: this.name, token, adopted });
     this.session.noteAcquired();
-    // An adopted claim renews at once: its deadline was only estimated from an event.
-    this.startRenew(lease, control, adopted ? 0 : cfg.renewIntervalMs, renewStop.signal);
+    // An adopted claim's deadline was only estimated from an event: it renews early, but
+    // after the commit batch it came from (see ADOPTED_FIRST_RENEW_MAX_MS).
+    const firstDelayMs = adopted ? Math.min(cfg.renewIntervalMs, ADOPTED_FIRST_RENEW_MAX_MS) : cfg.renewIntervalMs;
+    this.startRenew(lease, control, firstDelayMs, renewStop.signal);
     return lease;
   }
 
