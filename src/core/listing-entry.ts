@@ -44,6 +44,15 @@ export type IndexKind = IndexEntry["kind"];
 /** Counter increments: a {@link CounterName}, or `conflict:<code>` for a refused mutation. */
 export type CounterDeltas = Partial<Record<CounterName | `conflict:${string}`, number>>;
 
+/** Add `from`'s increments to `into` (a delivery's counters kept for the next one). */
+export function addCounters(into: CounterDeltas, from: CounterDeltas): void {
+  for (const [name, n] of Object.entries(from)) {
+    if (n === undefined || n <= 0) continue;
+    const key = name as keyof CounterDeltas;
+    into[key] = (into[key] ?? 0) + n;
+  }
+}
+
 /** One delivery from an object to its listing shard. */
 export interface IndexDelivery {
   /** The entry and its sequence number; absent when only counters travel. */

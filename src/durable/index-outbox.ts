@@ -34,7 +34,7 @@ import { systemClock } from "../core/clock.ts";
 import { listingShardCount, listingShardOf } from "../core/listing-shard.ts";
 import { objectName } from "./object-names.ts";
 import type { CounterDeltas, IndexDelivery, IndexEntry } from "../core/listing-entry.ts";
-import { listedFingerprint } from "../core/listing-entry.ts";
+import { addCounters, listedFingerprint } from "../core/listing-entry.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
 import { writeCounter } from "./metrics.ts";
 import type { ObjectMeter } from "./object-meter.ts";
@@ -275,8 +275,9 @@ export class IndexOutbox {
     try {
       await this.env.INDEX_SHARDS.getByName(objectName(this.namespace, "index-shard", String(shard))).apply(delivery);
     } catch (err) {
-      // Put the counters back and retry from the alarm (only ever moved earlier).
-      this.restore(counters);
+      // Put the counters back (no second Analytics Engine write) and retry from the alarm
+      // (only ever moved earlier).
+      addCounters(this.pending, counters);
       console.warn("listing delivery failed; retrying", err);
       const retryAt = this.settings.clock.nowMs() + this.retryMs;
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
@@ -291,13 +292,5 @@ export class IndexOutbox {
       row.seq,
       row.seq,
     );
-  }
-
-  /** Put undelivered counters back (a failed delivery): no second Analytics Engine write. */
-  private restore(counters: CounterDeltas): void {
-    for (const [name, n] of Object.entries(counters)) {
-      const key = name as keyof CounterDeltas;
-      this.pending[key] = (this.pending[key] ?? 0) + (n ?? 0);
-    }
   }
 }

@@ -8,8 +8,12 @@
  * - Each object delivers to one shard, by its key (core/listing-shard.ts), so a shard receives
  *   1/`LISTING_SHARDS` of the namespace's listed changes; the namespace index receives at most
  *   one batch per shard per {@link FORWARD_MS}, however many objects changed.
- * - A delivery is acknowledged only once it is committed here ({@link ShardStore.accept}):
- *   what an object was told arrived survives a restart of the shard.
+ * - A delivery's entry is acknowledged only once it is committed here
+ *   ({@link ShardStore.accept}): what an object was told arrived survives a restart of the
+ *   shard. Its counters are added up in memory until forwarded, as the object kept them:
+ *   they are statistics (Analytics Engine has every increment at once), so a restart loses
+ *   the increments accepted since the last forward rather than every delivery paying a row
+ *   per counter.
  * - Forwarding runs from the shard's one alarm, armed {@link FORWARD_MS} after the first
  *   pending delivery and only ever moved earlier; a failed forward is retried from the same
  *   alarm with backoff. With nothing pending the shard has no alarm: idle costs nothing.
@@ -22,7 +26,7 @@ import { ShiftlockObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import { objectName } from "../durable/object-names.ts";
 import { RETRY_FIRST_MS, RETRY_MAX_MS, identityOf } from "../durable/index-outbox.ts";
-import type { IndexDelivery } from "../core/listing-entry.ts";
+import { addCounters, type CounterDeltas, type IndexDelivery } from "../core/listing-entry.ts";
 import { ShardStore } from "./shard-store.ts";
 
 /** How long a shard gathers deliveries before it forwards them (the listing lags by about this). */
@@ -33,16 +37,22 @@ export const FORWARD_BATCH = 500;
 export class IndexShard extends ShiftlockObject {
   private readonly store: ShardStore;
   private retryMs = RETRY_FIRST_MS;
+  /** Counters accepted and not yet forwarded (see the module doc). */
+  private counters: CounterDeltas = {};
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new ShardStore(ctx.storage);
-    this.startUp(() => this.store.open());
+    this.startUp(() => {
+      this.store.open();
+      this.counters = this.store.takeLegacyCounters();
+    });
   }
 
   /** Accept one object's delivery; forwarding follows within {@link FORWARD_MS}. */
   async apply(delivery: IndexDelivery): Promise<void> {
-    this.store.accept(delivery);
+    if (delivery.entry !== undefined) this.store.accept(delivery.entry);
+    addCounters(this.counters, delivery.counters);
     await this.alarms.ensure(this.clock.nowMs() + FORWARD_MS);
   }
 
@@ -56,11 +66,15 @@ export class IndexShard extends ShiftlockObject {
   async forward(): Promise<void> {
     const index = this.env.INDEX.getByName(objectName(identityOf(this.ctx)?.namespace ?? "", "index"));
     for (;;) {
-      const batch = this.store.take(FORWARD_BATCH);
-      if (batch.entries.length === 0 && Object.keys(batch.counters).length === 0) return;
+      const entries = this.store.take(FORWARD_BATCH);
+      const counters = this.counters;
+      if (entries.length === 0 && Object.keys(counters).length === 0) return;
+      // Counters accepted while this forward is in flight go with the next one.
+      this.counters = {};
       try {
-        await index.applyBatch({ ...batch, atMs: this.clock.nowMs() });
+        await index.applyBatch({ entries, counters, atMs: this.clock.nowMs() });
       } catch (err) {
+        addCounters(this.counters, counters);
         console.warn("listing forward failed; retrying", err);
         const retryAt = this.clock.nowMs() + this.retryMs;
         this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
@@ -68,7 +82,7 @@ export class IndexShard extends ShiftlockObject {
         return;
       }
       this.retryMs = RETRY_FIRST_MS;
-      this.store.forwarded(batch);
+      this.store.forwarded(entries);
       this.meter.add("deliveries");
     }
   }

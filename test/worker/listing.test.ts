@@ -7,7 +7,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import type { ClaimObject } from "./test-entry.ts";
 import { restartObject } from "./object-helpers.ts";
-import { settleListing } from "./listing-helpers.ts";
+import { settleListing, shardStub } from "./listing-helpers.ts";
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { NamespaceIndex } from "./test-entry.ts";
@@ -259,6 +259,31 @@ describe("listing generations and scopes, and stats", () => {
     expect(stats.body.lastHour).toEqual(stats.body.lastMinute);
     expect(stats.body.claimsByPhase).toEqual({ unowned: 0, owned: 2, reserved: 0, draining: 0 });
     for (const name of ["x", "y"]) await runInDurableObject(claimStub(ns, name), (_o, s) => s.storage.deleteAlarm());
+  });
+});
+
+describe("counters at the listing shard", () => {
+  it("a shard adds up counters in memory and forwards them; counters an earlier version stored go once", async () => {
+    const ns = unique("ns");
+    const shard = shardStub(ns, 0);
+    // An earlier version kept accepted counters in `pending_counters`: leave some there.
+    await runInDurableObject(shard, (_o, state) => {
+      state.storage.sql.exec("INSERT INTO pending_counters (name, n) VALUES ('acquires', 5), ('expiries', 2)");
+    });
+    await restartObject(shard);
+    const fresh = shardStub(ns, 0);
+    await fresh.apply({ counters: { acquires: 1 }, atMs: Date.now() });
+    await fresh.apply({ counters: { acquires: 2, expiries: 1 }, atMs: Date.now() });
+    // Accepted counters are kept in memory, and the stored ones were taken out at start-up.
+    await runInDurableObject(fresh, (_o, state) => {
+      expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM pending_counters").one().n).toBe(0);
+    });
+    await settleListing(ns);
+    const stats = await get(listUrl(ns, "stats"), READ);
+    expect(stats.body.lastMinute).toMatchObject({ acquires: 8, expiries: 3 });
+    // Forwarded once: a second forward has nothing to send.
+    await fresh.forward();
+    expect((await get(listUrl(ns, "stats"), READ)).body.lastMinute).toMatchObject({ acquires: 8, expiries: 3 });
   });
 });
 
