@@ -107,6 +107,37 @@ describe("handoff", () => {
     await c.close();
   });
 
+  it("a waiting successor gets ownership before its watch is closed, and the watch is closed on the next tick", async () => {
+    const r = rig();
+    const claim = name();
+    const a = await r.open("gen-a");
+    const b = await r.open("gen-b");
+    await a.claim(claim).tryAcquire();
+    const order: string[] = [];
+    r.faults.watchClaim = (args, call) => {
+      const watch = call() as unknown as { close(): void };
+      const close = watch.close.bind(watch);
+      watch.close = () => {
+        order.push((args[0] as string) === claim ? "watch closed" : "other");
+        close();
+      };
+      return watch as never;
+    };
+    const waiting = b
+      .claim(claim)
+      .waitForOwnership()
+      .then(() => order.push("owned"));
+    await advanceBy(r.clock, 50, 10);
+    await a.handoffTo("gen-b");
+    await flushMicrotasks(100);
+    await waiting;
+    // Adopting a whole batch, a successor takes every claim before it pays for any socket close.
+    expect(order).toEqual(["owned"]);
+    await r.clock.advance(0);
+    expect(order).toEqual(["owned", "watch closed"]);
+    await b.close();
+  });
+
   it("a successor whose acquire poll is still in flight adopts on the commit event without waiting for it", async () => {
     const r = rig();
     const claim = name();

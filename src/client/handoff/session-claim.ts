@@ -184,7 +184,9 @@ export class SessionClaim {
         if (stop.aborted) throw this.stopReason(opts.signal);
       }
     } finally {
-      watch?.close();
+      // Off the ownership's path: closing a socket (an abort, a close frame) costs more than
+      // an adoption, and a successor adopting a whole commit batch adopts every claim first.
+      if (watch !== undefined) void cfg.clock.sleep(0).then(() => watch.close());
     }
   }
 

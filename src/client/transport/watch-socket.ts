@@ -168,7 +168,10 @@ export class WatchSocket<M, C, T> implements AsyncIterable<T> {
     const socket = this.socket;
     this.socket = undefined;
     this.stop.abort();
-    this.rejectEstablished(new ShiftlockError("invalid_request", "watch closed before it was established"));
+    // Only an error that can still reach someone is built (its stack trace is not free).
+    if (!this.everEstablished) {
+      this.rejectEstablished(new ShiftlockError("invalid_request", "watch closed before it was established"));
+    }
     if (socket !== undefined) closeQuietly(socket);
     this.options.onEnd?.();
   }
