@@ -62,6 +62,7 @@ export class ShardStore extends MigratedStore {
 
   /** Drop what a successful forward carried (see the module doc). */
   forwarded(sent: readonly SequencedEntry[]): void {
+    if (sent.length === 0) return;
     this.write(() => {
       for (const e of sent) {
         this.sql.exec("DELETE FROM pending WHERE kind = ? AND key = ? AND seq = ?", e.value.kind, e.value.key, e.seq);
