@@ -22,11 +22,12 @@
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
-import type { ClaimWatch, ClaimWatchItem } from "../claims/claims-backend.ts";
+import type { ClaimWatchItem } from "../claims/claims-backend.ts";
 import { LeaseDeadline, keepAlive } from "../lease-timing.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease, type LeaseControl } from "./lease.ts";
+import { startWakeWatch } from "./wake-watch.ts";
 import { anySignal, isRetryable, retrying } from "../transport/retry-policy.ts";
 
 export interface ClaimAcquireOptions {
@@ -141,7 +142,10 @@ export class SessionClaim {
       }
       wake?.();
     };
-    const watch = opts.watch === false ? undefined : this.startWakeWatch(onItem, stop);
+    const watch =
+      opts.watch === false
+        ? undefined
+        : startWakeWatch(cfg.backend, cfg.clock, this.name, (claim) => this.isMine(claim), onItem, stop);
     // With a live watch every change that can make the claim ours wakes the loop, so the
     // poll is only a safety net and runs rarely: a standby waiting on many claims costs
     // requests in proportion to their changes, not to the time it waits.
@@ -184,9 +188,7 @@ export class SessionClaim {
         if (stop.aborted) throw this.stopReason(opts.signal);
       }
     } finally {
-      // Off the ownership's path: closing a socket (an abort, a close frame) costs more than
-      // an adoption, and a successor adopting a whole commit batch adopts every claim first.
-      if (watch !== undefined) void cfg.clock.sleep(0).then(() => watch.close());
+      watch?.close(); // on the next tick, off the ownership's path (wake-watch.ts)
     }
   }
 
@@ -366,39 +368,6 @@ export class SessionClaim {
 
   private isMine(claim: ClaimRecord | null): boolean {
     return claim !== null && claim.ownerGeneration === this.session.cfg.generationId && claim.phase === "owned";
-  }
-
-  /**
-   * Watch the claim and call `onItem` when it may have become acquirable (or ours). `live()`
-   * is true from the watch's first item (its snapshot: subscribed) until the watch ends or
-   * fails; a reconnect inside the watch resumes from the last version it delivered, so the
-   * events of the meantime still arrive (later), none is skipped.
-   */
-  private startWakeWatch(
-    onItem: (item: ClaimWatchItem) => void,
-    stop: AbortSignal,
-  ): { close(): void; live(): boolean } | undefined {
-    let watch: ClaimWatch;
-    try {
-      watch = this.session.cfg.backend.watchClaim(this.name, { signal: stop });
-    } catch {
-      return undefined; // no watch support here: polling alone still works
-    }
-    let live = false;
-    void (async () => {
-      try {
-        for await (const item of watch) {
-          live = true;
-          const claim = item.claim;
-          if (claim === null || claim.phase === "unowned" || this.isMine(claim)) onItem(item);
-        }
-      } catch {
-        // A broken watch only costs latency: the poll continues, at its watchless period.
-      } finally {
-        live = false;
-      }
-    })();
-    return { close: () => watch.close(), live: () => live };
   }
 
   private stopReason(signal: AbortSignal | undefined): Error {
