@@ -23,7 +23,7 @@
  * and binding (a clash fails the start, loudly).
  */
 import { execSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
@@ -327,7 +327,14 @@ export async function startServer(kind = "npm-start", extra = {}) {
     kind === "direct"
       ? `node --import tsx bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`
       : `${serveCommand(port, stateDir, bundle)}${inspector}`;
-  const child = spawn(command, { shell: true, detached: true, stdio: ["ignore", "pipe", "pipe"], env: scriptEnv() });
+  // Unless a caller reads the lines, what the server prints goes to a file, not through this
+  // process: the measuring process must not be woken by every log line its own load causes
+  // (one per mutation), which a user's client never is.
+  const outputPath = join(stateDir, "server-output.log");
+  const outputFd = extra.onLine === undefined ? openSync(outputPath, "a") : undefined;
+  const stdio = outputFd === undefined ? "pipe" : outputFd;
+  const child = spawn(command, { shell: true, detached: true, stdio: ["ignore", stdio, stdio], env: scriptEnv() });
+  if (outputFd !== undefined) closeSync(outputFd);
   // Detached, so the child leads its own process group: its pid is the group id.
   const pgid = child.pid;
   if (pgid === undefined) {
@@ -349,28 +356,30 @@ export async function startServer(kind = "npm-start", extra = {}) {
       rmSync(stateDir, { recursive: true, force: true });
     },
   });
-  let output = "";
-  // Keep only the tail of what it prints.
-  const keep = (/** @type {Buffer} */ d) => (output = (output + d.toString("utf8")).slice(-20_000));
-  let partial = "";
+  let piped = "";
+  // The tail of what it printed: from the file, or kept from the pipe when lines are read.
+  const output = () => (outputFd === undefined ? piped : tail(outputPath));
   const onLine = extra.onLine;
   if (onLine !== undefined) {
-    child.stdout.on("data", (/** @type {Buffer} */ d) => {
+    const keep = (/** @type {Buffer} */ d) => (piped = (piped + d.toString("utf8")).slice(-20_000));
+    let partial = "";
+    child.stdout?.on("data", (/** @type {Buffer} */ d) => {
       const lines = (partial + d.toString("utf8")).split("\n");
       partial = lines.pop() ?? "";
       for (const line of lines) onLine(line);
     });
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
   }
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
   let url = kind === "direct" ? undefined : `http://127.0.0.1:${port}`;
   const deadline = performance.now() + 60_000;
   for (;;) {
-    if (url === undefined) url = /^READY (\S+)$/m.exec(output)?.[1];
+    if (url === undefined) url = /^READY (\S+)$/m.exec(output())?.[1];
     if (url !== undefined && (await healthy(url))) break;
     if (child.exitCode !== null || performance.now() > deadline) {
+      const printed = output();
       await untrack();
-      throw new Error(`server did not start (exit ${child.exitCode}): ${command}\n${output}`);
+      throw new Error(`server did not start (exit ${child.exitCode}): ${command}\n${printed}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -383,6 +392,15 @@ export async function startServer(kind = "npm-start", extra = {}) {
     memory: () => groupMemory(pgid),
     stop: untrack,
   };
+}
+
+/** @param {string} path @returns {string} the last 20,000 characters of the file, or "" */
+function tail(path) {
+  try {
+    return readFileSync(path, "utf8").slice(-20_000);
+  } catch {
+    return "";
+  }
 }
 
 /** @param {string} url */

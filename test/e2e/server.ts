@@ -3,7 +3,7 @@
  * a fresh state directory, and stop it afterwards.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,15 +42,18 @@ export function startCommand(port: number, stateDir: string): string {
 
 export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlock-e2e-"))): Promise<RunningServer> {
   const port = await freePort();
+  // What the server prints goes to a file beside its state, not through this process: a
+  // test or the demo must not be woken by every log line (one per mutation) its own load causes.
+  const outputPath = join(stateDir, "server-output.log");
+  const outputFd = openSync(outputPath, "a");
   const child: ChildProcess = spawn(startCommand(port, stateDir), {
     shell: true,
     detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", outputFd, outputFd],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
   });
-  let output = "";
-  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  closeSync(outputFd);
+  const output = (): string => readFileSync(outputPath, "utf8").slice(-20_000);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -61,7 +64,7 @@ export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlo
       // not listening yet
     }
     if (child.exitCode !== null || Date.now() > deadline) {
-      throw new Error(`server did not start (exit ${child.exitCode}):\n${output}`);
+      throw new Error(`server did not start (exit ${child.exitCode}):\n${output()}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
