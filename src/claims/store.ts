@@ -15,9 +15,13 @@
  *   digits so that SQLite's text order is numeric order.
  * - At least the newest {@link RETAINED_EVENTS} events are kept; `events_pruned_through`
  *   remembers the highest pruned version so a watcher can tell whether history reaches it.
- *   Pruning reads only the rows it deletes: the number of retained events is counted once
- *   when the store opens (one `COUNT`, at most 256 rows read per start-up) and then kept in
- *   memory, updated only after a commit succeeded (docs/performance.md "Rows per operation").
+ *   Events are pruned in batches: once {@link PRUNE_BATCH_EVENTS} events beyond the bound
+ *   have accumulated, one commit deletes them all and writes `events_pruned_through` once,
+ *   so a busy claim pays one `DELETE` and one meta write per batch instead of per event
+ *   (the history holds 256–319 events). Pruning reads only the rows it deletes: the number of
+ *   retained events is counted once when the store opens (one `COUNT`, at most 319 rows read
+ *   per start-up) and then kept in memory, updated only after a commit succeeded
+ *   (docs/performance.md "Rows per operation").
  * - Operation records are pruned only when both retention bounds of core/claim-operations.ts are
  *   exceeded (≥ 1,000 newer records and older than one hour), oldest first, at most two per
  *   new record (so pruning keeps pace with inserts and never scans the retained ones).
@@ -106,6 +110,13 @@ type ClaimRow = {
 
 /** Replay answer for `afterVersion`: retained event messages, or `truncated`. */
 export type History = { kind: "events"; messages: string[] } | { kind: "truncated" };
+
+/**
+ * Events beyond {@link RETAINED_EVENTS} that accumulate before one commit prunes them all:
+ * the pruning statements and the `events_pruned_through` write are paid once per this many
+ * events (the module doc says why).
+ */
+export const PRUNE_BATCH_EVENTS = 64;
 
 /** Operation records pruned at most per new record: more than one, so a backlog drains. */
 const OPERATIONS_PRUNED_PER_INSERT = 2;
@@ -260,10 +271,10 @@ export class ClaimStore extends MigratedStore {
     );
   }
 
-  /** Delete the oldest events beyond the retention; returns how many remain. */
+  /** Delete the oldest events beyond the retention once a batch of them is due; returns how many remain. */
   private pruneEvents(retained: number): number {
     const excess = retained - RETAINED_EVENTS;
-    if (excess <= 0) return retained;
+    if (excess < PRUNE_BATCH_EVENTS) return retained;
     // The newest of the `excess` oldest: reads exactly the rows about to be deleted.
     const cutoff = this.sql
       .exec<{ version: string }>("SELECT version FROM events ORDER BY version ASC LIMIT 1 OFFSET ?", excess - 1)

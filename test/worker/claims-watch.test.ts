@@ -5,6 +5,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
+import { PRUNE_BATCH_EVENTS } from "../../src/claims/store.ts";
 import { WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/watch.ts";
 import {
   READ,
@@ -116,16 +117,19 @@ describe("claim watch", { timeout: 60_000 }, () => {
 
   it("sends a truncated snapshot when history no longer reaches afterVersion", async () => {
     const c = fresh();
-    const cycles = RETAINED_EVENTS / 2 + 2; // 260 events, 256 retained: versions 5..260
+    // 324 events; the 320th pruned the oldest 64 (pruning runs in batches: claims/store.ts),
+    // so 260 are retained: versions 65..324.
+    const cycles = (RETAINED_EVENTS + PRUNE_BATCH_EVENTS) / 2 + 2;
     const last = await churn(c.stub, c.claim, cycles);
-    const oldest = last - BigInt(RETAINED_EVENTS) + 1n;
+    const retained = RETAINED_EVENTS + 4;
+    const oldest = last - BigInt(retained) + 1n;
 
     const truncated = await c.watch(`?afterVersion=${oldest - 2n}`);
     const snap = await truncated.next();
     expect(snap).toMatchObject({ type: "snapshot", truncated: true, claim: { version: String(last) } });
 
     const full = await c.watch(`?afterVersion=${oldest - 1n}`);
-    await full.until((m) => m.length === RETAINED_EVENTS);
+    await full.until((m) => m.length === retained);
     expect(versions(full.messages)[0]).toBe(oldest);
     expect(versions(full.messages).at(-1)).toBe(last);
 

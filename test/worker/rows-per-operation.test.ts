@@ -25,6 +25,7 @@ import type { GenerationObject } from "./test-entry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { ScopeId } from "../../src/protocol/coord.ts";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
+import { PRUNE_BATCH_EVENTS } from "../../src/claims/store.ts";
 import { churn, claimStub, unique } from "./claims-helpers.ts";
 import { restartObject } from "./object-helpers.ts";
 import { type StorageCost, metered } from "./sql-meter.ts";
@@ -72,11 +73,23 @@ async function deliveryRow(stub: DurableObjectStub<ClaimObject | ScopeObject | G
   return [cost.rowsRead, cost.rowsWritten, cost.transactions, cost.alarmWrites];
 }
 
+/** Events the claim's history holds now. */
+async function retainedEvents(stub: DurableObjectStub<ClaimObject>): Promise<number> {
+  return runInDurableObject(
+    stub,
+    (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
+  );
+}
+
 /** Run one claim command and return its status and cost. */
 async function claimOp(stub: DurableObjectStub<ClaimObject>, claim: string, request: ClaimRequest) {
   await settleIndex(stub);
   const { result, cost } = await metered(stub, (o) => o.command(claim, request));
-  return { status: result.status, body: result.body as { claim: { fencingToken: string } }, row: row(cost) };
+  return {
+    status: result.status,
+    body: result.body as { claim: { fencingToken: string; version: string } },
+    row: row(cost),
+  };
 }
 
 /** Every claim operation on one claim, in an order that makes each one succeed. */
@@ -137,40 +150,69 @@ describe("rows per claim operation", () => {
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
-  it("a claim whose history is full (256 events retained)", async () => {
+  it("a claim whose history is full costs what a short one does between prunes", async () => {
     const claim = unique();
     const stub = claimStub(unique("ns"), claim);
-    await churn(stub, claim, 140);
+    // 320 events: the last one pruned the 64 beyond the bound, so 256 are retained and the
+    // table's events all fall before the next prune.
+    await churn(stub, claim, (RETAINED_EVENTS + PRUNE_BATCH_EVENTS) / 2);
+    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS);
     expect(await claimTable(stub, claim)).toEqual({
-      acquire: [8, 5, 1, 0],
+      acquire: [4, 3, 1, 0],
       renew: [3, 1, 1, 0],
       get: [1, 0, 0, 0],
-      prepare: [8, 5, 1, 0],
-      abort: [8, 5, 1, 0],
-      commit: [8, 5, 1, 0],
-      release: [8, 5, 1, 0],
-      "acquire with operationId": [11, 8, 1, 0],
+      prepare: [4, 3, 1, 0],
+      abort: [4, 3, 1, 0],
+      commit: [4, 3, 1, 0],
+      release: [4, 3, 1, 0],
+      "acquire with operationId": [7, 6, 1, 0],
       "acquire replayed by operationId": [1, 0, 0, 0],
       "index delivery (after the commit)": [2, 1, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
+  it("the pruning commit: one per 64 events, deleting them in one statement with one meta write", async () => {
+    const claim = unique();
+    const stub = claimStub(unique("ns"), claim);
+    // 318 retained: the next event is the 63rd beyond the bound (no prune), the one after the 64th.
+    await churn(stub, claim, (RETAINED_EVENTS + PRUNE_BATCH_EVENTS) / 2 + PRUNE_BATCH_EVENTS / 2 - 1);
+    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS + PRUNE_BATCH_EVENTS - 2);
+    const a = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+    expect(a.row).toEqual([4, 3, 1, 0]);
+    const token = BigInt(a.body.claim.fencingToken);
+    const r = await claimOp(stub, claim, { op: "release", body: { generationId: "g1", token } });
+    expect(r.status).toBe(200);
+    // A release's own [4, 3], plus: the 64 doomed rows read twice (the cutoff's SELECT, the
+    // DELETE) and 2 more (a prune of one event, as every full-history event paid before
+    // batching, read 1 + 1 + 2), the 64 deleted and `events_pruned_through` written.
+    expect(r.row).toEqual([4 + 2 * PRUNE_BATCH_EVENTS + 2, 3 + PRUNE_BATCH_EVENTS + 1, 1, 0]);
+    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS);
+    const prunedThrough = await runInDurableObject(
+      stub,
+      (_o, state) =>
+        state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'events_pruned_through'").one()
+          .value,
+    );
+    expect(BigInt(prunedThrough)).toBe(BigInt(r.body.claim.version) - BigInt(RETAINED_EVENTS));
+    await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
   it("after a restart the retained events are counted once at start-up, and pruning stays exact", async () => {
     const ns = unique("ns");
     const claim = unique();
-    await churn(claimStub(ns, claim), claim, 140);
+    // 318 retained, as above; a restart must count them so that the second event prunes.
+    await churn(claimStub(ns, claim), claim, (RETAINED_EVENTS + PRUNE_BATCH_EVENTS) / 2 + PRUNE_BATCH_EVENTS / 2 - 1);
     await restartObject(claimStub(ns, claim));
     const stub = claimStub(ns, claim);
-    const r = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
+    const a = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
     // As many as a warm instance: the outbox row the new instance read at start-up (to send
     // what a previous one left undelivered) also serves the acquire's staging.
-    expect(r.row).toEqual([8, 5, 1, 0]);
-    const retained = await runInDurableObject(
-      stub,
-      (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
-    );
-    expect(retained).toBe(RETAINED_EVENTS);
+    expect(a.row).toEqual([4, 3, 1, 0]);
+    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS + PRUNE_BATCH_EVENTS - 1);
+    const token = BigInt(a.body.claim.fencingToken);
+    expect((await claimOp(stub, claim, { op: "release", body: { generationId: "g1", token } })).status).toBe(200);
+    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
