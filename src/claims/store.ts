@@ -13,15 +13,15 @@
  * - Counters are stored as decimal TEXT (tokens reach 2^64−2, beyond SQLite's INTEGER and
  *   JavaScript's exact numbers). Events are keyed by version, also TEXT, zero-padded to 20
  *   digits so that SQLite's text order is numeric order.
- * - At least the newest {@link RETAINED_EVENTS} events are kept; `events_pruned_through`
- *   remembers the highest pruned version so a watcher can tell whether history reaches it.
- *   Events are pruned in batches: once {@link PRUNE_BATCH_EVENTS} events beyond the bound
- *   have accumulated, one commit deletes them all and writes `events_pruned_through` once,
- *   so a busy claim pays one `DELETE` and one meta write per batch instead of per event
- *   (the history holds 256–319 events). Pruning reads only the rows it deletes: the number of
- *   retained events is counted once when the store opens (one `COUNT`, at most 319 rows read
- *   per start-up) and then kept in memory, updated only after a commit succeeded
- *   (docs/performance.md "Rows per operation").
+ * - At least the newest `RETAINED_EVENTS` (protocol/watch.ts) events are kept;
+ *   `events_pruned_through` remembers the highest pruned version so a watcher can tell
+ *   whether history reaches it. Events are pruned in batches (durable/history-pruning.ts):
+ *   one commit in 64 deletes the 64 beyond the bound and writes `events_pruned_through`
+ *   once, instead of one `DELETE` and one meta write per event (the history holds 256–319
+ *   events). Pruning reads only the rows it deletes: the number of retained events is
+ *   counted once when the store opens (one `COUNT`, at most 319 rows read per start-up) and
+ *   then kept in memory, updated only after a commit succeeded (docs/performance.md "Rows
+ *   per operation").
  * - Operation records are pruned only when both retention bounds of core/claim-operations.ts are
  *   exceeded (≥ 1,000 newer records and older than one hour), oldest first, at most two per
  *   new record (so pruning keeps pace with inserts and never scans the retained ones).
@@ -41,10 +41,10 @@ import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
 import { planClaimReplay } from "../core/claim-replay.ts";
-import { RETAINED_EVENTS } from "../protocol/watch.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
+import { entriesToPrune } from "../durable/history-pruning.ts";
 
 /** The claim store's schema: ordered migrations, no tables until the first write. */
 const CLAIM_SCHEMA: StoreSchema = {
@@ -110,13 +110,6 @@ type ClaimRow = {
 
 /** Replay answer for `afterVersion`: retained event messages, or `truncated`. */
 export type History = { kind: "events"; messages: string[] } | { kind: "truncated" };
-
-/**
- * Events beyond {@link RETAINED_EVENTS} that accumulate before one commit prunes them all:
- * the pruning statements and the `events_pruned_through` write are paid once per this many
- * events (the module doc says why).
- */
-export const PRUNE_BATCH_EVENTS = 64;
 
 /** Operation records pruned at most per new record: more than one, so a backlog drains. */
 const OPERATIONS_PRUNED_PER_INSERT = 2;
@@ -273,15 +266,15 @@ export class ClaimStore extends MigratedStore {
 
   /** Delete the oldest events beyond the retention once a batch of them is due; returns how many remain. */
   private pruneEvents(retained: number): number {
-    const excess = retained - RETAINED_EVENTS;
-    if (excess < PRUNE_BATCH_EVENTS) return retained;
+    const excess = entriesToPrune(retained);
+    if (excess === 0) return retained;
     // The newest of the `excess` oldest: reads exactly the rows about to be deleted.
     const cutoff = this.sql
       .exec<{ version: string }>("SELECT version FROM events ORDER BY version ASC LIMIT 1 OFFSET ?", excess - 1)
       .one();
     this.sql.exec("DELETE FROM events WHERE version <= ?", cutoff.version);
     this.setMeta("events_pruned_through", formatCounter(BigInt(cutoff.version)));
-    return RETAINED_EVENTS;
+    return retained - excess;
   }
 
   private rememberOperation(op: OperationRecord): void {

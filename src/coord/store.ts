@@ -17,8 +17,10 @@
  *   listing index's outbox row commit together or not at all.
  * - The schema follows the one migration rule of durable/migrations.ts ({@link SCOPE_SCHEMA},
  *   created at start-up; a newer schema is refused).
- * - The last {@link RETAINED_EVENTS} publishes are retained (with the generation each one
- *   started from) so a watch can tell whether history reaches back to its `afterGeneration`.
+ * - At least the last `RETAINED_EVENTS` (protocol/watch.ts) publishes are retained (with the generation each
+ *   one started from) so a watch can tell whether history reaches back to its
+ *   `afterGeneration`; they are pruned in batches (durable/history-pruning.ts): one publish in
+ *   64 deletes the 64 beyond the bound (the history holds 256–319).
  *
  * Does not: keep the waiter queue. Waiters are requests held open in this instance's memory;
  * after a restart their callers have already seen the call fail, so a persisted queue would
@@ -26,7 +28,7 @@
  */
 import { type CoordEvent, type ScopeId, eventToWire } from "../protocol/coord.ts";
 import { encodeOnce } from "../protocol/encode-once.ts";
-import { RETAINED_EVENTS } from "../protocol/watch.ts";
+import { pruneThroughSeq } from "../durable/history-pruning.ts";
 import { formatCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { ScopeStep } from "../core/scope-machine.ts";
@@ -202,13 +204,17 @@ export class ScopeStore extends MigratedStore {
 
   private appendHistory(event: CoordEvent, previousGeneration: bigint): void {
     const sql = this.sql;
-    sql.exec(
-      "INSERT INTO publish_history (generation, previous_generation, event) VALUES (?, ?, ?)",
-      formatCounter(event.generation),
-      formatCounter(previousGeneration),
-      eventText(event),
-    );
-    sql.exec("DELETE FROM publish_history WHERE seq <= (SELECT MAX(seq) FROM publish_history) - ?", RETAINED_EVENTS);
+    const { seq } = sql
+      .exec<{ seq: number }>(
+        "INSERT INTO publish_history (generation, previous_generation, event) VALUES (?, ?, ?) RETURNING seq",
+        formatCounter(event.generation),
+        formatCounter(previousGeneration),
+        eventText(event),
+      )
+      .one();
+    // `seq` is gapless (AUTOINCREMENT inside the save's transaction; only the oldest are deleted).
+    const through = pruneThroughSeq(seq);
+    if (through !== undefined) sql.exec("DELETE FROM publish_history WHERE seq <= ?", through);
   }
 
   /**

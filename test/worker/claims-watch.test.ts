@@ -5,7 +5,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
-import { PRUNE_BATCH_EVENTS } from "../../src/claims/store.ts";
+import { PRUNE_BATCH_EVENTS } from "../../src/durable/history-pruning.ts";
 import { WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/watch.ts";
 import {
   READ,

@@ -6,6 +6,7 @@ import type { ScopeObject } from "./test-entry.ts";
 import { WATCH_TAG } from "../../src/coord/watch.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
+import { PRUNE_BATCH_EVENTS } from "../../src/durable/history-pruning.ts";
 import { WATCH_MAX_UNACKED_EVENTS } from "../../src/protocol/watch.ts";
 import { acquire, del, get, openWatch, post, scopeStub, uniqueScope } from "./coord-helpers.ts";
 
@@ -96,8 +97,10 @@ describe("watch", () => {
     const lease = await acquire(scope);
     const leaseId = lease.leaseId as string;
     await post(`${scope.url}/leases/${leaseId}/publish`, { root: "first", keyPrefixChanged: "cHJlZml4" });
-    for (let i = 0; i < RETAINED_EVENTS + 10; i++) await stub.publish(id, leaseId, {});
-    const current = String(RETAINED_EVENTS + 11);
+    // Past the first batch prune (durable/history-pruning.ts), which drops the first publish.
+    const publishes = RETAINED_EVENTS + PRUNE_BATCH_EVENTS + 10;
+    for (let i = 0; i < publishes; i++) await stub.publish(id, leaseId, {});
+    const current = String(publishes + 1);
     const watch = await openWatch(scope, "?afterGeneration=0");
     expect(await watch.next()).toEqual({ type: "ready", generation: current });
     expect(await watch.next()).toEqual({
@@ -114,9 +117,9 @@ describe("watch", () => {
       replay: true,
     });
     // Recent history is still replayed exactly.
-    const recent = await openWatch(scope, `?afterGeneration=${RETAINED_EVENTS + 9}`);
+    const recent = await openWatch(scope, `?afterGeneration=${publishes - 1}`);
     expect(await recent.next()).toMatchObject({ type: "ready" });
-    expect(await recent.next()).toMatchObject({ generation: String(RETAINED_EVENTS + 10) });
+    expect(await recent.next()).toMatchObject({ generation: String(publishes) });
     expect(await recent.next()).toMatchObject({ generation: current });
     await del(`${scope.url}/leases/${lease.leaseId}`);
     expect(await watch.next()).toMatchObject({ unlocked: true });

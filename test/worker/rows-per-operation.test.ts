@@ -25,7 +25,7 @@ import type { GenerationObject } from "./test-entry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import type { ScopeId } from "../../src/protocol/coord.ts";
 import { RETAINED_EVENTS } from "../../src/protocol/watch.ts";
-import { PRUNE_BATCH_EVENTS } from "../../src/claims/store.ts";
+import { PRUNE_BATCH_EVENTS } from "../../src/durable/history-pruning.ts";
 import { churn, claimStub, unique } from "./claims-helpers.ts";
 import { restartObject } from "./object-helpers.ts";
 import { type StorageCost, metered } from "./sql-meter.ts";
@@ -291,6 +291,24 @@ async function coordTable(stub: DurableObjectStub<ScopeObject>, scope: ScopeId):
   return rows;
 }
 
+/** `n` publishes under one lease, released afterwards. */
+async function publishMany(stub: DurableObjectStub<ScopeObject>, scope: ScopeId, n: number): Promise<void> {
+  await runInDurableObject(stub, async (o: ScopeObject) => {
+    const granted = await o.acquire(scope, { participantId: "p", ttlMs: TTL_MS, waitMs: 0, waiterId: "w" });
+    const leaseId = (granted.body as { lease: { leaseId: string } }).lease.leaseId;
+    for (let i = 0; i < n; i++) await o.publish(scope, leaseId, { root: i });
+    await o.release(scope, leaseId);
+  });
+}
+
+/** Publishes the scope's history holds now. */
+async function retainedPublishes(stub: DurableObjectStub<ScopeObject>): Promise<number> {
+  return runInDurableObject(
+    stub,
+    (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM publish_history").one().n,
+  );
+}
+
 function newScope(): { scope: ScopeId; stub: DurableObjectStub<ScopeObject> } {
   const ns = unique("ns");
   const scope = { volumeId: unique("vol"), objectStoreId: unique("store"), key: "" };
@@ -303,7 +321,7 @@ describe("rows per coord operation", () => {
     expect(await coordTable(stub, scope)).toEqual({
       acquire: [6, 3, 1, 1],
       keepalive: [3, 1, 1, 0],
-      publish: [7, 4, 1, 0],
+      publish: [6, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
       release: [4, 2, 1, 1],
       "index delivery (after the commit)": [2, 1, 0, 0],
@@ -311,7 +329,7 @@ describe("rows per coord operation", () => {
     expect(await coordTable(stub, scope)).toEqual({
       acquire: [4, 2, 1, 0],
       keepalive: [3, 1, 1, 0],
-      publish: [7, 4, 1, 0],
+      publish: [6, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
       release: [4, 2, 1, 0],
       "index delivery (after the commit)": [2, 1, 0, 0],
@@ -319,22 +337,39 @@ describe("rows per coord operation", () => {
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
-  it("a scope whose publish history is full (256 retained)", async () => {
+  it("a scope whose publish history is full costs what a short one does between prunes", async () => {
     const { scope, stub } = newScope();
-    await runInDurableObject(stub, async (o: ScopeObject) => {
-      const granted = await o.acquire(scope, { participantId: "p", ttlMs: TTL_MS, waitMs: 0, waiterId: "w" });
-      const leaseId = (granted.body as { lease: { leaseId: string } }).lease.leaseId;
-      for (let i = 0; i < 260; i++) await o.publish(scope, leaseId, { root: i });
-      await o.release(scope, leaseId);
-    });
+    // 320 publishes: the last one pruned the 64 beyond the bound, so 256 are retained.
+    await publishMany(stub, scope, RETAINED_EVENTS + PRUNE_BATCH_EVENTS);
+    expect(await retainedPublishes(stub)).toBe(RETAINED_EVENTS);
     expect(await coordTable(stub, scope)).toEqual({
       acquire: [4, 2, 1, 0],
       keepalive: [3, 1, 1, 0],
-      publish: [9, 5, 1, 0],
+      publish: [6, 4, 1, 0],
       snapshot: [0, 0, 0, 0],
       release: [4, 2, 1, 0],
       "index delivery (after the commit)": [2, 1, 0, 0],
     });
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
+  });
+
+  it("the pruning publish: one per 64, deleting them in one statement", async () => {
+    const { scope, stub } = newScope();
+    await publishMany(stub, scope, RETAINED_EVENTS + PRUNE_BATCH_EVENTS - 1);
+    const granted = await runInDurableObject(stub, (o: ScopeObject) =>
+      o.acquire(scope, { participantId: "p", ttlMs: TTL_MS, waitMs: 0, waiterId: "w" }),
+    );
+    const leaseId = (granted.body as { lease: { leaseId: string } }).lease.leaseId;
+    await settleIndex(stub);
+    const published = await metered(stub, (o) => o.publish(scope, leaseId, { root: "the 320th" }));
+    expect(published.result.status).toBe(200);
+    // A publish's own [6, 4], plus the 64 oldest read and deleted by one DELETE (one more
+    // read: the row past the range's end).
+    expect(row(published.cost)).toEqual([6 + PRUNE_BATCH_EVENTS + 1, 4 + PRUNE_BATCH_EVENTS, 1, 0]);
+    expect(await retainedPublishes(stub)).toBe(RETAINED_EVENTS);
+    await runInDurableObject(stub, async (o: ScopeObject, state) => {
+      await o.release(scope, leaseId);
+      await state.storage.deleteAlarm();
+    });
   });
 });
