@@ -23,15 +23,24 @@ export function statState(stat) {
 
 /**
  * The thread of `pid` whose name is `name` (workerd names its JavaScript thread after
- * itself; its helper threads are `tokio-rt-worker`, `V8 DefaultWorke…`, …).
+ * itself; its helper threads are `tokio-rt-worker`, `V8 DefaultWorke…`, …). A thread
+ * inherits its creator's name until it sets its own, so several may match: the main thread
+ * (tid = pid) wins, then the lowest tid — never whichever `/proc` happens to list first.
  * @param {number} pid
  * @param {string} name
  * @returns {number | undefined}
  */
 export function threadNamed(pid, name) {
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-    if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === name) return Number(tid);
+  const tids = readdirSync(`/proc/${pid}/task`)
+    .map(Number)
+    .sort((a, b) => (a === pid ? -1 : b === pid ? 1 : a - b));
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === name) return tid;
+    } catch {
+      // The thread exited between the listing and the read.
+    }
   }
   return undefined;
 }

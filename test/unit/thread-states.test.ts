@@ -13,8 +13,17 @@ describe("thread states", () => {
   });
 
   it("finds this process's own main thread by name and samples it as running", async () => {
-    const comm = readFileSync(`/proc/${process.pid}/comm`, "utf8").trim();
-    expect(threadNamed(process.pid, comm)).toBe(process.pid);
+    // Node's threads all inherit the process's name ("node"); setting the title renames the
+    // main thread alone, so the name is this thread's for certain (the test runner may rename
+    // the process at any time, which made reading the name first racy).
+    const title = process.title;
+    process.title = "sl-thread-probe";
+    try {
+      expect(readFileSync(`/proc/${process.pid}/comm`, "utf8").trim()).toBe("sl-thread-probe");
+      expect(threadNamed(process.pid, "sl-thread-probe")).toBe(process.pid);
+    } finally {
+      process.title = title;
+    }
     expect(threadNamed(process.pid, "no such thread")).toBeUndefined();
     const sampler = sampleThreadStates(process.pid, process.pid, 1);
     // The sampler runs on this thread, so every sample it takes sees it running.
