@@ -5,7 +5,7 @@
  * `directUrl` — workerd's own socket, with no Node front in the way — so a benchmark can
  * show what the front costs. Its front still listens (on a spare port) and stays idle.
  *
- *   node --import tsx bench/direct-server.ts --persist-to DIR --bundle DIR
+ *   node --import tsx bench/direct-server.ts --persist-to DIR --bundle DIR [--listing-index on|off]
  *
  * Prints `READY <url>` once it serves. SIGINT/SIGTERM close it and exit 0.
  * Not what clients of `npm start` reach: figures taken through it are labelled as such.
@@ -21,6 +21,8 @@ const server = await startLocalServer({
   port: 0,
   persistTo: options.persistTo,
   bundleDir: options.bundle,
+  // As `npm start --listing-index` sets it (src/serve/main.ts).
+  bindings: { LISTING_INDEX: options.listingIndex },
 });
 process.stdout.write(`READY ${server.directUrl}\n`);
 

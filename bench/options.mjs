@@ -212,25 +212,29 @@ export function parseFsyncTraceArgs(argv) {
   };
 }
 
-export const DIRECT_SERVER_USAGE = `usage: node --import tsx bench/direct-server.ts --persist-to DIR --bundle DIR
+export const DIRECT_SERVER_USAGE = `usage: node --import tsx bench/direct-server.ts --persist-to DIR --bundle DIR [--listing-index on|off]
 `;
 
 /**
  * The diagnostic server's options (it is started by bench/server.mjs).
  * @param {readonly string[]} argv
- * @returns {{ help: boolean, persistTo: string, bundle: string }}
+ * @returns {{ help: boolean, persistTo: string, bundle: string, listingIndex: "on" | "off" }}
  * @throws {UsageError}
  */
 export function parseDirectServerArgs(argv) {
   const { values } = parseOptions(argv, {
     "persist-to": { type: "string" },
     bundle: { type: "string" },
+    "listing-index": { type: "string", default: "on" },
     help: { type: "boolean", short: "h" },
   });
-  if (values.help === true) return { help: true, persistTo: "", bundle: "" };
+  if (values.help === true) return { help: true, persistTo: "", bundle: "", listingIndex: "on" };
   if (values["persist-to"] === undefined) throw new UsageError("--persist-to is required");
   if (values.bundle === undefined) throw new UsageError("--bundle is required");
-  return { help: false, persistTo: values["persist-to"], bundle: values.bundle };
+  const listingIndex = /** @type {"on" | "off"} */ (
+    parseChoice("--listing-index", values["listing-index"], ["on", "off"]) ?? "on"
+  );
+  return { help: false, persistTo: values["persist-to"], bundle: values.bundle, listingIndex };
 }
 
 /** What `bench/profile.mjs` drives while it profiles. */

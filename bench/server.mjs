@@ -308,14 +308,15 @@ export const SERVER_DESCRIPTIONS = {
 /**
  * Start a server of `kind` on a free port with a fresh temporary state directory.
  * @param {import("./options.mjs").ServerKind} [kind]
- * @param {{ inspectorPort?: number, listingIndex?: "on" | "off", serveArgs?: string, onLine?: (line: string) => void }} [extra]
+ * @param {{ inspectorPort?: number, listingIndex?: "on" | "off", serveArgs?: string, bundle?: string, onLine?: (line: string) => void }} [extra]
+ *   `bundle`: serve this bundle directory instead of building the checkout's;
  *   `listingIndex`: npm start's `--listing-index`; `inspectorPort`: also open workerd's V8
  *   inspector there (`npm start`'s `--inspector-port`; npm-start only); `serveArgs`: more
  *   options for the serving half; `onLine`: called with every line the server prints
  * @returns {Promise<RunningServer>}
  */
 export async function startServer(kind = "npm-start", extra = {}) {
-  const bundle = buildBundle();
+  const bundle = extra.bundle ?? buildBundle();
   if (kind === "direct" && extra.inspectorPort !== undefined) throw new Error("the inspector needs --server=npm-start");
   const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-bench-state-"));
   const port = await freePort();
@@ -325,7 +326,8 @@ export async function startServer(kind = "npm-start", extra = {}) {
     (extra.serveArgs === undefined ? "" : ` ${extra.serveArgs}`);
   const command =
     kind === "direct"
-      ? `node --import tsx bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}`
+      ? `node --import tsx bench/direct-server.ts --persist-to ${stateDir} --bundle ${bundle}` +
+        (extra.listingIndex === undefined ? "" : ` --listing-index ${extra.listingIndex}`)
       : `${serveCommand(port, stateDir, bundle)}${inspector}`;
   // Unless a caller reads the lines, what the server prints goes to a file, not through this
   // process: the measuring process must not be woken by every log line its own load causes

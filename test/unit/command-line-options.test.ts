@@ -228,8 +228,15 @@ describe("bench options", () => {
       help: false,
       persistTo: "state",
       bundle: "dist",
+      listingIndex: "on",
     });
+    expect(parseDirectServerArgs(["--persist-to", "s", "--bundle=d", "--listing-index", "off"]).listingIndex).toBe(
+      "off",
+    );
     expect(usageError(() => parseDirectServerArgs(["--bundle=dist"]))).toBe("--persist-to is required");
+    expect(usageError(() => parseDirectServerArgs(["--persist-to=s", "--bundle=d", "--listing-index=no"]))).toMatch(
+      /^--listing-index must be one of on, off/,
+    );
   });
 });
 
