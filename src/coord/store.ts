@@ -17,10 +17,10 @@
  *   listing index's outbox row commit together or not at all.
  * - The schema follows the one migration rule of durable/migrations.ts ({@link SCOPE_SCHEMA},
  *   created at start-up; a newer schema is refused).
- * - At least the last `RETAINED_EVENTS` (protocol/watch.ts) publishes are retained (with the generation each
- *   one started from) so a watch can tell whether history reaches back to its
- *   `afterGeneration`; they are pruned in batches (durable/history-pruning.ts): one publish in
- *   64 deletes the 64 beyond the bound (the history holds 256–319).
+ * - At least the last `RETAINED_EVENTS` (protocol/watch.ts) publishes are retained (with
+ *   the generation each one started from) so a watch can tell whether history reaches back
+ *   to its `afterGeneration`; they are pruned in batches (durable/history-pruning.ts): one
+ *   publish in 64 deletes the 64 beyond the bound (the history holds 256–319).
  *
  * Does not: keep the waiter queue. Waiters are requests held open in this instance's memory;
  * after a restart their callers have already seen the call fail, so a persisted queue would

@@ -27,8 +27,10 @@ export function entriesToPrune(retained: number): number {
 /**
  * For a history keyed by a gapless sequence from 1 whose oldest entries alone are ever
  * deleted (so that it holds every entry above the last prune): the highest sequence to delete
- * once entry `seq` was appended, or undefined when pruning is not due. Due exactly when
- * {@link entriesToPrune} would be, for a history last pruned by this rule (or every append).
+ * once entry `seq` was appended, or undefined when pruning is not due. From an empty history
+ * it is due exactly when {@link entriesToPrune} would be; for one an earlier version pruned on
+ * every append (256 held) it may first prune fewer than {@link PRUNE_BATCH_EVENTS}, within
+ * the same bounds.
  */
 export function pruneThroughSeq(seq: number): number | undefined {
   return seq > RETAINED_EVENTS && seq % PRUNE_BATCH_EVENTS === 0 ? seq - RETAINED_EVENTS : undefined;
