@@ -21,7 +21,6 @@
  * or test any variant (they exist only to be timed), or make a figure taken on a loaded
  * machine honest (the load is printed). Not part of `npm test`.
  */
-import { execSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -29,7 +28,7 @@ import { parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { hardLimit, stopAll, trackDir } from "./cleanup.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
 import { commitInfo, describeMachine, load1m, machineInfo, markdownTable } from "./report.mjs";
-import { startServer } from "./server.mjs";
+import { buildBundleIn, startServer } from "./server.mjs";
 
 /**
  * @typedef {{ name: string, what: string, file?: string, find?: string, replace?: string,
@@ -98,7 +97,7 @@ hardLimit("bench:ablation", 30 * 60_000);
 
 /**
  * The bundle of this checkout with `variant`'s replacement made in a private copy of the
- * sources (the `build` script, as bench/server.mjs runs it), or undefined for no change.
+ * sources (built as bench/server.mjs builds the checkout), or undefined for no change.
  * @param {Variant} variant
  * @returns {string | undefined} the directory holding index.js
  */
@@ -115,17 +114,7 @@ function buildVariant(variant) {
     throw new Error(`ablation ${variant.name}: its text no longer occurs exactly once in ${variant.file}`);
   }
   writeFileSync(path, source.replace(variant.find, variant.replace));
-  const out = mkdtempSync(join(tmpdir(), "shiftlock-ablation-dist-"));
-  trackDir(out);
-  const scripts = /** @type {{ scripts: Record<string, string> }} */ (JSON.parse(readFileSync("package.json", "utf8")))
-    .scripts;
-  const build = (scripts["build"] ?? "").replace(/--outdir[ =]\S+/, `--outdir ${out}`);
-  execSync(build, {
-    cwd: copy,
-    stdio: "ignore",
-    env: { ...process.env, PATH: `${resolve("node_modules/.bin")}:${process.env["PATH"] ?? ""}` },
-  });
-  return out;
+  return buildBundleIn(copy);
 }
 
 /** @param {number[]} xs */

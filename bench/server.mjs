@@ -75,20 +75,29 @@ function scriptEnv() {
 let bundleDir;
 
 /**
- * Build the bundle once per process: the `build` script (`npm run build`) with its
- * `--outdir` replaced by a private temporary directory, removed at the end of the run.
+ * Build the bundle once per process: see {@link buildBundleIn}, run in the checkout.
  * @returns {string} the directory holding index.js
  */
 export function buildBundle() {
-  if (bundleDir !== undefined) return bundleDir;
+  bundleDir ??= buildBundleIn(".");
+  return bundleDir;
+}
+
+/**
+ * The `build` script (`npm run build`) run in `sourceDir` (the checkout, or a copy of its
+ * sources) with its `--outdir` replaced by a private temporary directory, removed at the end
+ * of the run.
+ * @param {string} sourceDir
+ * @returns {string} the directory holding index.js
+ */
+export function buildBundleIn(sourceDir) {
   const build = scripts()["build"];
   if (build === undefined || !/--outdir[ =]\S+/.test(build)) {
     throw new Error('package.json\'s "build" script has no --outdir to redirect');
   }
   const dir = mkdtempSync(join(tmpdir(), "shiftlock-bench-dist-"));
   trackDir(dir);
-  execSync(build.replace(/--outdir[ =]\S+/, `--outdir ${dir}`), { stdio: "ignore", env: scriptEnv() });
-  bundleDir = dir;
+  execSync(build.replace(/--outdir[ =]\S+/, `--outdir ${dir}`), { cwd: sourceDir, stdio: "ignore", env: scriptEnv() });
   return dir;
 }
 
@@ -363,15 +372,16 @@ export async function startServer(kind = "npm-start", extra = {}) {
   const output = () => (outputFd === undefined ? piped : tail(outputPath));
   const onLine = extra.onLine;
   if (onLine !== undefined) {
-    const keep = (/** @type {Buffer} */ d) => (piped = (piped + d.toString("utf8")).slice(-20_000));
+    const keep = (/** @type {string} */ text) => (piped = (piped + text).slice(-20_000));
     let partial = "";
     child.stdout?.on("data", (/** @type {Buffer} */ d) => {
-      const lines = (partial + d.toString("utf8")).split("\n");
+      const text = d.toString("utf8");
+      keep(text);
+      const lines = (partial + text).split("\n");
       partial = lines.pop() ?? "";
       for (const line of lines) onLine(line);
     });
-    child.stdout?.on("data", keep);
-    child.stderr?.on("data", keep);
+    child.stderr?.on("data", (/** @type {Buffer} */ d) => keep(d.toString("utf8")));
   }
   let url = kind === "direct" ? undefined : `http://127.0.0.1:${port}`;
   const deadline = performance.now() + 60_000;

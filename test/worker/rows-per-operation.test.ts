@@ -73,11 +73,15 @@ async function deliveryRow(stub: DurableObjectStub<ClaimObject | ScopeObject | G
   return [cost.rowsRead, cost.rowsWritten, cost.transactions, cost.alarmWrites];
 }
 
-/** Events the claim's history holds now. */
-async function retainedEvents(stub: DurableObjectStub<ClaimObject>): Promise<number> {
+/** Entries a retained history holds now: a claim's `events`, a scope's `publish_history`. */
+async function retained(
+  stub: DurableObjectStub<ClaimObject | ScopeObject>,
+  table: "events" | "publish_history",
+): Promise<number> {
   return runInDurableObject(
     stub,
-    (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
+    (_o: ClaimObject | ScopeObject, state) =>
+      state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n,
   );
 }
 
@@ -156,7 +160,7 @@ describe("rows per claim operation", () => {
     // 320 events: the last one pruned the 64 beyond the bound, so 256 are retained and the
     // table's events all fall before the next prune.
     await churn(stub, claim, (RETAINED_EVENTS + PRUNE_BATCH_EVENTS) / 2);
-    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS);
+    expect(await retained(stub, "events")).toBe(RETAINED_EVENTS);
     expect(await claimTable(stub, claim)).toEqual({
       acquire: [4, 3, 1, 0],
       renew: [3, 1, 1, 0],
@@ -177,7 +181,7 @@ describe("rows per claim operation", () => {
     const stub = claimStub(unique("ns"), claim);
     // 318 retained: the next event is the 63rd beyond the bound (no prune), the one after the 64th.
     await churn(stub, claim, (RETAINED_EVENTS + PRUNE_BATCH_EVENTS) / 2 + PRUNE_BATCH_EVENTS / 2 - 1);
-    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS + PRUNE_BATCH_EVENTS - 2);
+    expect(await retained(stub, "events")).toBe(RETAINED_EVENTS + PRUNE_BATCH_EVENTS - 2);
     const a = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
     expect(a.row).toEqual([4, 3, 1, 0]);
     const token = BigInt(a.body.claim.fencingToken);
@@ -187,7 +191,7 @@ describe("rows per claim operation", () => {
     // DELETE) and 2 more (a prune of one event, as every full-history event paid before
     // batching, read 1 + 1 + 2), the 64 deleted and `events_pruned_through` written.
     expect(r.row).toEqual([4 + 2 * PRUNE_BATCH_EVENTS + 2, 3 + PRUNE_BATCH_EVENTS + 1, 1, 0]);
-    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS);
+    expect(await retained(stub, "events")).toBe(RETAINED_EVENTS);
     const prunedThrough = await runInDurableObject(
       stub,
       (_o, state) =>
@@ -209,10 +213,10 @@ describe("rows per claim operation", () => {
     // As many as a warm instance: the outbox row the new instance read at start-up (to send
     // what a previous one left undelivered) also serves the acquire's staging.
     expect(a.row).toEqual([4, 3, 1, 0]);
-    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS + PRUNE_BATCH_EVENTS - 1);
+    expect(await retained(stub, "events")).toBe(RETAINED_EVENTS + PRUNE_BATCH_EVENTS - 1);
     const token = BigInt(a.body.claim.fencingToken);
     expect((await claimOp(stub, claim, { op: "release", body: { generationId: "g1", token } })).status).toBe(200);
-    expect(await retainedEvents(stub)).toBe(RETAINED_EVENTS);
+    expect(await retained(stub, "events")).toBe(RETAINED_EVENTS);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
@@ -301,14 +305,6 @@ async function publishMany(stub: DurableObjectStub<ScopeObject>, scope: ScopeId,
   });
 }
 
-/** Publishes the scope's history holds now. */
-async function retainedPublishes(stub: DurableObjectStub<ScopeObject>): Promise<number> {
-  return runInDurableObject(
-    stub,
-    (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM publish_history").one().n,
-  );
-}
-
 function newScope(): { scope: ScopeId; stub: DurableObjectStub<ScopeObject> } {
   const ns = unique("ns");
   const scope = { volumeId: unique("vol"), objectStoreId: unique("store"), key: "" };
@@ -341,7 +337,7 @@ describe("rows per coord operation", () => {
     const { scope, stub } = newScope();
     // 320 publishes: the last one pruned the 64 beyond the bound, so 256 are retained.
     await publishMany(stub, scope, RETAINED_EVENTS + PRUNE_BATCH_EVENTS);
-    expect(await retainedPublishes(stub)).toBe(RETAINED_EVENTS);
+    expect(await retained(stub, "publish_history")).toBe(RETAINED_EVENTS);
     expect(await coordTable(stub, scope)).toEqual({
       acquire: [4, 2, 1, 0],
       keepalive: [3, 1, 1, 0],
@@ -366,7 +362,7 @@ describe("rows per coord operation", () => {
     // A publish's own [6, 4], plus the 64 oldest read and deleted by one DELETE (one more
     // read: the row past the range's end).
     expect(row(published.cost)).toEqual([6 + PRUNE_BATCH_EVENTS + 1, 4 + PRUNE_BATCH_EVENTS, 1, 0]);
-    expect(await retainedPublishes(stub)).toBe(RETAINED_EVENTS);
+    expect(await retained(stub, "publish_history")).toBe(RETAINED_EVENTS);
     await runInDurableObject(stub, async (o: ScopeObject, state) => {
       await o.release(scope, leaseId);
       await state.storage.deleteAlarm();
