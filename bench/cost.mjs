@@ -7,7 +7,7 @@
  * cursors report), priced per million operations with the list prices of
  * bench/scale-model.mjs.
  *
- *   node bench/cost.mjs [--ops=N] [--cpu-ops=N (default 1000)] [--write-doc]
+ *   node bench/cost.mjs [--ops=N] [--cpu-ops=N (default 1000)] [--listing-index=on|off] [--write-doc]
  *   TMPDIR=/dev/shm node bench/cost.mjs …   (state on tmpfs: the CPU without the disk's)
  *
  * Two runs of the same operations (one list, {@link operations}), on two servers:
@@ -27,6 +27,9 @@
  *   stays in memory and one listing delivery carries many changes: what a held, renewed
  *   claim costs, beside the isolated operations above, each on an object not touched for
  *   tens of seconds (which the local runtime has evicted: each pays the object's start).
+ * `--listing-index off` serves both with npm start's switch of that name (no listing staged or
+ * delivered): what an operation costs without the listing, beside the table's figures. The
+ * doc's table is always the product's (`--write-doc` refuses `off`).
  * Does not: include storage or duration billing, or make a CPU figure taken on a loaded
  * machine honest (the load average is printed). `--write-doc` rewrites the `cost` section of
  * docs/performance.md. Not part of `npm test`.
@@ -46,13 +49,30 @@ const { values } = parseOptions(process.argv.slice(2), {
   ops: { type: "string" },
   "cpu-ops": { type: "string" },
   "write-doc": { type: "boolean" },
+  "listing-index": { type: "string" },
 });
+const listingIndex = values["listing-index"] ?? "on";
+if ((listingIndex !== "on" && listingIndex !== "off") || (listingIndex === "off" && values["write-doc"] === true)) {
+  console.error("bench:cost: --listing-index takes on or off, and the doc's table is taken with it on");
+  process.exit(2);
+}
 const N = parseInteger("--ops", values.ops, { min: 1, max: 1_000 }) ?? 20;
 // 1,000: over fewer, workerd's idle CPU (subtracted, but not constant) moves a figure by ±100 µs.
 const CPU_N = parseInteger("--cpu-ops", values["cpu-ops"], { min: 1, max: 5_000 }) ?? 1_000;
 /** What an operation may still cause after its answer: a coalesced delivery, a shard's forward. */
 const SETTLE_MS = 2_500;
-hardLimit("bench:cost", 20 * 60_000);
+/**
+ * How long every object of an isolated measurement has been left alone before it starts, on
+ * both servers: the local runtime evicts an object idle for 10 s (the floor's acquire of an
+ * existing lock, 2026-12-03: 530–600 µs of workerd CPU after 2–9 s idle, 920–1,380 µs after
+ * 10–30 s), so each isolated operation pays an evicted object's start, ours and the floor's
+ * alike. Without this wait, the idle time was whatever the previous measurement took: under
+ * 10 s for the floor's fast operations, around it for ours.
+ */
+const EVICTED_IDLE_MS = 12_000;
+/** Every lease's ttl: long enough that no lease alarm fires inside a later measurement. */
+const TTL_MS = 600_000;
+hardLimit("bench:cost", 30 * 60_000);
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 const enc = encodeURIComponent;
 
@@ -68,7 +88,7 @@ function operations(http, base) {
   /** @type {string[]} */
   const tokens = [];
   const acquire = async (/** @type {number} */ i) => {
-    const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: 60_000 });
+    const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: TTL_MS });
     tokens[i] = expectStatus(r, 200, "acquire").claim.fencingToken;
   };
   const release = async (/** @type {number} */ i) => {
@@ -94,7 +114,7 @@ function operations(http, base) {
     {
       name: "claims renew",
       run: async (i) => {
-        const body = { generationId: "g", token: tokens[i], ttlMs: 60_000 };
+        const body = { generationId: "g", token: tokens[i], ttlMs: TTL_MS };
         expectStatus(await http.call("POST", `${claim(i)}/renew`, body), 200, "renew");
       },
     },
@@ -106,7 +126,7 @@ function operations(http, base) {
     {
       name: "coord lease acquire",
       run: async (i) => {
-        const r = await http.call("POST", scope(i), { participantId: "p", ttlMs: 60_000 });
+        const r = await http.call("POST", scope(i), { participantId: "p", ttlMs: TTL_MS });
         leases[i] = `${scope(i)}/${enc(expectStatus(r, 201, "lease").lease.leaseId)}`;
       },
     },
@@ -154,7 +174,7 @@ function floorOperations(plain, url, rows) {
   const op = (name, step) => ({
     name,
     run: async (/** @type {number} */ i) => {
-      const body = step === "acquire" ? { owner: "o", ttlMs: 60_000 } : { owner: "o", token: tokens.get(i) };
+      const body = step === "acquire" ? { owner: "o", ttlMs: TTL_MS } : { owner: "o", token: tokens.get(i) };
       const r = await plain.call("POST", `${url}/locks/l-${i}/${step}`, body);
       expectStatus(r, 200, name);
       const answer = /** @type {{ token?: unknown, rows: { read: number, written: number } }} */ (r.body);
@@ -196,6 +216,7 @@ const FLOOR_TWIN = /** @type {Record<string, string>} */ ({
 /** @type {import("./scale-model.mjs").MeterLine[]} */
 const lines = [];
 const server = await startServer("npm-start", {
+  listingIndex,
   serveArgs: "--object-meter on",
   onLine: (line) => {
     const m = parseMeterLine(line);
@@ -234,7 +255,7 @@ await metered.close();
 await server.stop();
 
 // CPU: workerd's own socket, no meter; the floor's workerd is this process's child.
-const direct = await startServer("direct");
+const direct = await startServer("direct", { listingIndex });
 const http = await makeClient("dev-token");
 const [serverWorkerd] = groupPids(direct.pgid, "workerd");
 const [floorWorkerd] = childPids("workerd");
@@ -243,14 +264,26 @@ if (serverWorkerd === undefined || floorWorkerd === undefined) throw new Error("
 /** workerd's CPU per operation over {@link CPU_N} runs (bench/server.mjs). */
 const cpuUsPerOp = (/** @type {number} */ pid, /** @type {(i: number) => Promise<unknown>} */ run) =>
   serverCpuUsPerOp(pid, run, CPU_N, SETTLE_MS);
+/** The same, each operation on an object the runtime has evicted ({@link EVICTED_IDLE_MS}). */
+const evictedCpuUsPerOp = async (/** @type {number} */ pid, /** @type {(i: number) => Promise<unknown>} */ run) => {
+  await sleep(EVICTED_IDLE_MS);
+  return cpuUsPerOp(pid, run);
+};
 /** @type {Map<string, number>} operation → workerd µs */
 const cpuUs = new Map();
-// The floor first, while its connection is fresh (workerd closes one left idle for minutes).
+// The floor first; its warm-up compiles its code on other locks.
 for (const op of floorOperations(plain, floor.url, {})) for (let i = 0; i < 20; i++) await op.run(10_000 + i);
-for (const op of floorOperations(plain, floor.url, {})) {
-  cpuUs.set(op.name, await cpuUsPerOp(floorWorkerd, (i) => op.run(20_000 + i)));
+const floorOps = floorOperations(plain, floor.url, {});
+for (const op of floorOps) {
+  cpuUs.set(op.name, await evictedCpuUsPerOp(floorWorkerd, (i) => op.run(20_000 + i)));
   process.stderr.write(`${op.name}: ${cpuUs.get(op.name)} µs of workerd CPU\n`);
 }
+// What the start costs: the floor's acquire of the same locks again while they are in memory
+// (their last release ended ≈ 8 s before, under the runtime's 10 s).
+const floorInMemoryUs = await cpuUsPerOp(floorWorkerd, (i) =>
+  /** @type {typeof floorOps[number]} */ (floorOps[2]).run(20_000 + i),
+);
+process.stderr.write(`floor acquire, existing lock, in memory: ${floorInMemoryUs} µs of workerd CPU\n`);
 /**
  * The steady state beside the isolated operations above: one object, the same operation
  * `--cpu-ops` times in a row, so the object stays in memory and one delivery carries many
@@ -272,7 +305,7 @@ const cpuNs = `cpu-${crypto.randomUUID().slice(0, 8)}`;
 // Warm-up (code compiled, connections open) on other names, then the measured runs.
 for (const op of operations(http, `${direct.url}/v1/ns/warm-${cpuNs}`)) for (let i = 0; i < 20; i++) await op.run(i);
 for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
-  cpuUs.set(op.name, await cpuUsPerOp(serverWorkerd, op.run));
+  cpuUs.set(op.name, await evictedCpuUsPerOp(serverWorkerd, op.run));
   process.stderr.write(`${op.name}: ${cpuUs.get(op.name)} µs of workerd CPU\n`);
 }
 {
@@ -280,7 +313,7 @@ for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
   /** @type {string} */
   let token = "";
   const acquire = async () => {
-    const r = await http.call("POST", `${claim}/acquire`, { generationId: "g", ttlMs: 60_000 });
+    const r = await http.call("POST", `${claim}/acquire`, { generationId: "g", ttlMs: TTL_MS });
     token = expectStatus(r, 200, "acquire").claim.fencingToken;
   };
   const claimLock = await claimLocks(http, direct.url, cpuNs).open(1);
@@ -298,7 +331,7 @@ for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
       perOp: 1,
       setup: acquire,
       run: async () => {
-        const body = { generationId: "g", token, ttlMs: 60_000 };
+        const body = { generationId: "g", token, ttlMs: TTL_MS };
         expectStatus(await http.call("POST", `${claim}/renew`, body), 200, "renew");
       },
     },
@@ -407,6 +440,8 @@ const command = `npm run bench:cost -- ${process.argv.slice(2).join(" ")}`.repla
 const machine = machineInfo();
 const section = [
   `Command: \`${command}\` at commit ${commitInfo()} (${new Date().toISOString()}); ${N} operations each for the counts, ${CPU_N} for the CPU; machine: ${describeMachine(machine)}; load at the end ${load}. Counts do not depend on load; CPU does.`,
+  "",
+  `Every operation of the first table, ours and the floor's, runs on an object left alone for ${EVICTED_IDLE_MS / 1_000} s, which the local runtime has evicted: each pays the object's start. The floor's acquire of an existing lock still in memory: ${floorInMemoryUs} µs (evicted: ${cpuUs.get(FLOOR.acquire)}).`,
   "",
   table,
   "",

@@ -65,7 +65,9 @@ export async function makeClient(token) {
     const { createRequire } = await import("node:module");
     const pkg = /** @type {{ version: string }} */ (createRequire(import.meta.url)("undici/package.json"));
     const version = pkg.version;
-    const dispatcher = new undici.Agent({ keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 });
+    // workerd closes a connection idle for 5 s; a client that kept it longer would now and
+    // then send on a connection being closed ("other side closed" after a 5-s pause).
+    const dispatcher = new undici.Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000 });
     return {
       name: `undici ${version} request() (keep-alive)`,
       async call(method, url, body) {
