@@ -63,7 +63,8 @@ const CPU_N = parseInteger("--cpu-ops", values["cpu-ops"], { min: 1, max: 5_000 
 const SETTLE_MS = 2_500;
 /**
  * How long every object of an isolated measurement has been left alone before it starts, on
- * both servers: the local runtime evicts an object idle for 10 s (the floor's acquire of an
+ * both servers (and how long before a steady-state row, so that no object touched earlier is
+ * evicted, at a CPU cost, inside its window): the local runtime evicts an object idle for 10 s (the floor's acquire of an
  * existing lock, 2026-12-03: 530–600 µs of workerd CPU after 2–9 s idle, 920–1,380 µs after
  * 10–30 s), so each isolated operation pays an evicted object's start, ours and the floor's
  * alike. Without this wait, the idle time was whatever the previous measurement took: under
@@ -297,6 +298,8 @@ const warmCpuUs = new Map();
   // The acquire → release cycle of bench:peers (bench/locks.mjs), on one lock.
   const floorLock = await floorLocks(plain, floor.url).open(1);
   const floorCycle = () => floorLock.cycle(0, "warm", Infinity);
+  // Every object touched above is evicted first, so that no eviction falls inside the window.
+  await sleep(EVICTED_IDLE_MS);
   for (let i = 0; i < 20; i++) await floorCycle();
   warmCpuUs.set(WARM_FLOOR, round((await cpuUsPerOp(floorWorkerd, floorCycle)) / 2, 0));
 }
@@ -343,6 +346,7 @@ for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
     },
   );
   for (const w of warm) {
+    await sleep(EVICTED_IDLE_MS); // as for the floor's: no eviction inside the window
     await w.setup?.();
     for (let i = 0; i < 20; i++) await w.run();
     warmCpuUs.set(w.name, round((await cpuUsPerOp(serverWorkerd, w.run)) / w.perOp, 0));
