@@ -18,15 +18,17 @@
  *   forwards an operation caused are counted with it. Counts are divided by the operations.
  * - CPU: the same startLocalServer() reached on workerd's own socket (bench/direct-server.ts:
  *   no meter, no Node front, no Miniflare entry Worker — the path the floor is reached by),
- *   each operation `--cpu-ops` times (default 200): workerd's CPU time (its threads'
+ *   each operation `--cpu-ops` times (default 1000), each time on its own object left alone
+ *   for 12 s first (evicted: {@link EVICTED_IDLE_MS}): workerd's CPU time (its threads'
  *   schedstat, nanoseconds) from the first call until 2.5 s after the last (the listing's
  *   deliveries and forwards included), less what workerd uses idle over as long (measured
  *   just before), divided by the operations. The floor's workerd likewise.
  * - Steady state: on the same CPU server, one claim (and one floor lock) takes the same
  *   operation `--cpu-ops` times in a row — acquire → release, renew, get — so the object
  *   stays in memory and one listing delivery carries many changes: what a held, renewed
- *   claim costs, beside the isolated operations above, each on an object not touched for
- *   tens of seconds (which the local runtime has evicted: each pays the object's start).
+ *   claim costs, beside the isolated operations above, each of which pays the start of an
+ *   evicted object. Each steady-state row, too, waits until every object touched before it
+ *   is evicted, so that no eviction's CPU falls inside its window.
  * `--listing-index off` serves both with npm start's switch of that name (no listing staged or
  * delivered): what an operation costs without the listing, beside the table's figures. The
  * doc's table is always the product's (`--write-doc` refuses `off`).
