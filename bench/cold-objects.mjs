@@ -24,7 +24,7 @@
  * can), or make a figure taken on a loaded machine honest (the load is printed). Not part of
  * `npm test`.
  */
-import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseChoice, parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { startFloor } from "./floor/serve.mjs";
 import { makeClient } from "./http.mjs";
@@ -43,11 +43,9 @@ const PAIRS = parseInteger("--pairs", values.pairs, { min: 10, max: 20_000 }) ??
 const COLD = parseInteger("--cold-claims", values["cold-claims"], { min: 1, max: 20_000 }) ?? 2_000;
 const WARM = parseInteger("--warm-claims", values["warm-claims"], { min: 1, max: 1_000 }) ?? 100;
 const ROUNDS = parseInteger("--rounds", values.rounds, { min: 1, max: 9 }) ?? 3;
-const listingIndex = values["listing-index"] ?? "on";
-if (listingIndex !== "on" && listingIndex !== "off") {
-  console.error("cold-objects: --listing-index takes on or off");
-  process.exit(2);
-}
+const listingIndex = /** @type {"on" | "off"} */ (
+  parseChoice("--listing-index", values["listing-index"], ["on", "off"]) ?? "on"
+);
 /** Long enough for the deliveries and alarms a pair causes to land inside its window. */
 const SETTLE_MS = 2_500;
 hardLimit("bench:cold", 40 * 60_000);

@@ -36,8 +36,7 @@
  * machine honest (the load average is printed). `--write-doc` rewrites the `cost` section of
  * docs/performance.md. Not part of `npm test`.
  */
-import { parseOptions } from "../src/cli/options.mjs";
-import { parseInteger } from "../src/cli/options.mjs";
+import { parseChoice, parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { startFloor } from "./floor/serve.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
@@ -53,9 +52,11 @@ const { values } = parseOptions(process.argv.slice(2), {
   "write-doc": { type: "boolean" },
   "listing-index": { type: "string" },
 });
-const listingIndex = values["listing-index"] ?? "on";
-if ((listingIndex !== "on" && listingIndex !== "off") || (listingIndex === "off" && values["write-doc"] === true)) {
-  console.error("bench:cost: --listing-index takes on or off, and the doc's table is taken with it on");
+const listingIndex = /** @type {"on" | "off"} */ (
+  parseChoice("--listing-index", values["listing-index"], ["on", "off"]) ?? "on"
+);
+if (listingIndex === "off" && values["write-doc"] === true) {
+  console.error("bench:cost: the doc's table is taken with the listing on (drop --listing-index off)");
   process.exit(2);
 }
 const N = parseInteger("--ops", values.ops, { min: 1, max: 1_000 }) ?? 20;
@@ -64,15 +65,17 @@ const CPU_N = parseInteger("--cpu-ops", values["cpu-ops"], { min: 1, max: 5_000 
 /** What an operation may still cause after its answer: a coalesced delivery, a shard's forward. */
 const SETTLE_MS = 2_500;
 /**
- * How long every object of an isolated measurement has been left alone before it starts, on
- * both servers (and how long before a steady-state row, so that no object touched earlier is
- * evicted, at a CPU cost, inside its window): the local runtime evicts an object idle for 10 s (the floor's acquire of an
- * existing lock, 2026-12-03: 530–600 µs of workerd CPU after 2–9 s idle, 920–1,380 µs after
- * 10–30 s), so each isolated operation pays an evicted object's start, ours and the floor's
- * alike. Without this wait, the idle time was whatever the previous measurement took: under
- * 10 s for the floor's fast operations, around it for ours.
+ * Longer than the local runtime leaves an idle object in memory (10 s: the floor's acquire of
+ * an existing lock, 2026-12-03, costs 530–600 µs of workerd CPU after 2–9 s idle and
+ * 920–1,380 µs after 10–30 s). Every CPU row waits this long first ({@link untilEvicted}), on
+ * both servers: an isolated row's objects are then evicted, so each of its operations pays an
+ * object's start, ours and the floor's alike, and no object an earlier row touched is evicted
+ * (at a CPU cost) inside a row's window. Without the wait, the idle time was whatever the
+ * previous row took: under 10 s for the floor's fast operations, around it for ours.
  */
 const EVICTED_IDLE_MS = 12_000;
+/** Wait until every object touched so far has been evicted ({@link EVICTED_IDLE_MS}). */
+const untilEvicted = () => new Promise((r) => setTimeout(r, EVICTED_IDLE_MS));
 /** Every lease's ttl: long enough that no lease alarm fires inside a later measurement. */
 const TTL_MS = 600_000;
 hardLimit("bench:cost", 30 * 60_000);
@@ -267,9 +270,9 @@ if (serverWorkerd === undefined || floorWorkerd === undefined) throw new Error("
 /** workerd's CPU per operation over {@link CPU_N} runs (bench/server.mjs). */
 const cpuUsPerOp = (/** @type {number} */ pid, /** @type {(i: number) => Promise<unknown>} */ run) =>
   serverCpuUsPerOp(pid, run, CPU_N, SETTLE_MS);
-/** The same, each operation on an object the runtime has evicted ({@link EVICTED_IDLE_MS}). */
+/** The same, each operation on an object the runtime has evicted. */
 const evictedCpuUsPerOp = async (/** @type {number} */ pid, /** @type {(i: number) => Promise<unknown>} */ run) => {
-  await sleep(EVICTED_IDLE_MS);
+  await untilEvicted();
   return cpuUsPerOp(pid, run);
 };
 /** @type {Map<string, number>} operation → workerd µs */
@@ -283,9 +286,9 @@ for (const op of floorOps) {
 }
 // What the start costs: the floor's acquire of the same locks again while they are in memory
 // (their last release ended ≈ 8 s before, under the runtime's 10 s).
-const floorInMemoryUs = await cpuUsPerOp(floorWorkerd, (i) =>
-  /** @type {typeof floorOps[number]} */ (floorOps[2]).run(20_000 + i),
-);
+const floorAcquire = floorOps.find((op) => op.name === FLOOR.acquire);
+if (floorAcquire === undefined) throw new Error(`no floor operation named ${FLOOR.acquire}`);
+const floorInMemoryUs = await cpuUsPerOp(floorWorkerd, (i) => floorAcquire.run(20_000 + i));
 process.stderr.write(`floor acquire, existing lock, in memory: ${floorInMemoryUs} µs of workerd CPU\n`);
 /**
  * The steady state beside the isolated operations above: one object, the same operation
@@ -300,8 +303,7 @@ const warmCpuUs = new Map();
   // The acquire → release cycle of bench:peers (bench/locks.mjs), on one lock.
   const floorLock = await floorLocks(plain, floor.url).open(1);
   const floorCycle = () => floorLock.cycle(0, "warm", Infinity);
-  // Every object touched above is evicted first, so that no eviction falls inside the window.
-  await sleep(EVICTED_IDLE_MS);
+  await untilEvicted();
   for (let i = 0; i < 20; i++) await floorCycle();
   warmCpuUs.set(WARM_FLOOR, round((await cpuUsPerOp(floorWorkerd, floorCycle)) / 2, 0));
 }
@@ -348,7 +350,7 @@ for (const op of operations(http, `${direct.url}/v1/ns/${cpuNs}`)) {
     },
   );
   for (const w of warm) {
-    await sleep(EVICTED_IDLE_MS); // as for the floor's: no eviction inside the window
+    await untilEvicted();
     await w.setup?.();
     for (let i = 0; i < 20; i++) await w.run();
     warmCpuUs.set(w.name, round((await cpuUsPerOp(serverWorkerd, w.run)) / w.perOp, 0));
