@@ -40,10 +40,17 @@ import { parseChoice, parseInteger, parseOptions } from "../src/cli/options.mjs"
 import { hardLimit, stopAll } from "./cleanup.mjs";
 import { startFloor } from "./floor/serve.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
-import { claimLocks, floorLocks } from "./locks.mjs";
+import { claimLocks, claimSteps, floorLocks, floorSteps } from "./locks.mjs";
 import { commitInfo, describeMachine, load1m, machineInfo, markdownTable, replaceSection } from "./report.mjs";
 import { countByPhase, OBJECT_GB, parseMeterLine, PRICES } from "./scale-model.mjs";
-import { childPids, cpuUsPerOp as serverCpuUsPerOp, groupPids, startServer } from "./server.mjs";
+import {
+  childPids,
+  cpuUsPerOp as serverCpuUsPerOp,
+  EVICTED_IDLE_MS,
+  groupPids,
+  startServer,
+  untilEvicted,
+} from "./server.mjs";
 import { round } from "./stats.mjs";
 
 const { values } = parseOptions(process.argv.slice(2), {
@@ -64,18 +71,6 @@ const N = parseInteger("--ops", values.ops, { min: 1, max: 1_000 }) ?? 20;
 const CPU_N = parseInteger("--cpu-ops", values["cpu-ops"], { min: 1, max: 5_000 }) ?? 1_000;
 /** What an operation may still cause after its answer: a coalesced delivery, a shard's forward. */
 const SETTLE_MS = 2_500;
-/**
- * Longer than the local runtime leaves an idle object in memory (10 s: the floor's acquire of
- * an existing lock, 2026-12-03, costs 530–600 µs of workerd CPU after 2–9 s idle and
- * 920–1,380 µs after 10–30 s). Every CPU row waits this long first ({@link untilEvicted}), on
- * both servers: an isolated row's objects are then evicted, so each of its operations pays an
- * object's start, ours and the floor's alike, and no object an earlier row touched is evicted
- * (at a CPU cost) inside a row's window. Without the wait, the idle time was whatever the
- * previous row took: under 10 s for the floor's fast operations, around it for ours.
- */
-const EVICTED_IDLE_MS = 12_000;
-/** Wait until every object touched so far has been evicted ({@link EVICTED_IDLE_MS}). */
-const untilEvicted = () => new Promise((r) => setTimeout(r, EVICTED_IDLE_MS));
 /** Every lease's ttl: long enough that no lease alarm fires inside a later measurement. */
 const TTL_MS = 600_000;
 hardLimit("bench:cost", 30 * 60_000);
@@ -91,16 +86,9 @@ const enc = encodeURIComponent;
  */
 function operations(http, base) {
   const claim = (/** @type {number} */ i) => `${base}/claims/c-${i}`;
-  /** @type {string[]} */
-  const tokens = [];
-  const acquire = async (/** @type {number} */ i) => {
-    const r = await http.call("POST", `${claim(i)}/acquire`, { generationId: "g", ttlMs: TTL_MS });
-    tokens[i] = expectStatus(r, 200, "acquire").claim.fencingToken;
-  };
-  const release = async (/** @type {number} */ i) => {
-    const body = { generationId: "g", token: tokens[i] };
-    expectStatus(await http.call("POST", `${claim(i)}/release`, body), 200, "release");
-  };
+  const claims = claimSteps(http, base, TTL_MS);
+  const acquire = async (/** @type {number} */ i) => void (await claims.acquire(`c-${i}`));
+  const release = async (/** @type {number} */ i) => void (await claims.release(`c-${i}`));
   const scope = (/** @type {number} */ i) => `${base}/volumes/v/stores/s-${i}/leases`;
   /** @type {string[]} */
   const leases = [];
@@ -120,7 +108,7 @@ function operations(http, base) {
     {
       name: "claims renew",
       run: async (i) => {
-        const body = { generationId: "g", token: tokens[i], ttlMs: TTL_MS };
+        const body = { generationId: "g", token: claims.token(`c-${i}`), ttlMs: TTL_MS };
         expectStatus(await http.call("POST", `${claim(i)}/renew`, body), 200, "renew");
       },
     },
@@ -174,18 +162,13 @@ function operations(http, base) {
  * @param {Record<string, { rowsRead: number, rowsWritten: number }>} rows
  */
 function floorOperations(plain, url, rows) {
-  /** @type {Map<number, unknown>} lock → the token its last acquire answered */
-  const tokens = new Map();
+  const locks = floorSteps(plain, url, TTL_MS);
   /** @param {string} name @param {"acquire" | "release"} step */
   const op = (name, step) => ({
     name,
     run: async (/** @type {number} */ i) => {
-      const body = step === "acquire" ? { owner: "o", ttlMs: TTL_MS } : { owner: "o", token: tokens.get(i) };
-      const r = await plain.call("POST", `${url}/locks/l-${i}/${step}`, body);
-      expectStatus(r, 200, name);
-      const answer = /** @type {{ token?: unknown, rows: { read: number, written: number } }} */ (r.body);
-      if (step === "acquire") tokens.set(i, answer.token);
-      const reported = answer.rows;
+      const answer = await locks[step](`l-${i}`);
+      const reported = /** @type {{ read: number, written: number }} */ (answer["rows"]);
       const t = (rows[name] ??= { rowsRead: 0, rowsWritten: 0 });
       t.rowsRead += reported.read;
       t.rowsWritten += reported.written;

@@ -320,3 +320,69 @@ export async function measureLocks(system, { clients, oneKey, durationMs, keyPre
     await session.close();
   }
 }
+
+/**
+ * @typedef {object} LockSteps an acquire and a release as separate steps (bench:cost and
+ *   `bench:ablation --isolated` measure them apart), on locks named by key; each release
+ *   presents the token its key's last acquire answered
+ * @property {(key: string) => Promise<Record<string, unknown>>} acquire resolves with the answer's body
+ * @property {(key: string) => Promise<Record<string, unknown>>} release resolves with the answer's body
+ * @property {(key: string) => unknown} token what the key's last acquire answered
+ */
+
+/**
+ * Claims of generation `g`, one claim per key.
+ * @param {import("./http.mjs").BenchClient} http with shiftlock's token
+ * @param {string} base `${url}/v1/ns/${ns}`
+ * @param {number} ttlMs
+ * @returns {LockSteps}
+ */
+export function claimSteps(http, base, ttlMs) {
+  /** @type {Map<string, string>} */
+  const tokens = new Map();
+  const claim = (/** @type {string} */ key) => `${base}/claims/${enc(key)}`;
+  return {
+    async acquire(key) {
+      const body = expectStatus(
+        await http.call("POST", `${claim(key)}/acquire`, { generationId: "g", ttlMs }),
+        200,
+        "acquire",
+      );
+      tokens.set(key, body.claim.fencingToken);
+      return body;
+    },
+    async release(key) {
+      const request = { generationId: "g", token: tokens.get(key) };
+      return expectStatus(await http.call("POST", `${claim(key)}/release`, request), 200, "release");
+    },
+    token: (key) => tokens.get(key),
+  };
+}
+
+/**
+ * The floor's locks (bench/floor/worker.js), owner `o`, one lock object per key.
+ * @param {import("./http.mjs").BenchClient} http without shiftlock's token
+ * @param {string} url the floor Worker
+ * @param {number} ttlMs
+ * @returns {LockSteps}
+ */
+export function floorSteps(http, url, ttlMs) {
+  /** @type {Map<string, unknown>} */
+  const tokens = new Map();
+  const lock = (/** @type {string} */ key) => `${url}/locks/${enc(key)}`;
+  return {
+    async acquire(key) {
+      const reply = await http.call("POST", `${lock(key)}/acquire`, { owner: "o", ttlMs });
+      expectStatus(reply, 200, "floor acquire");
+      const body = /** @type {Record<string, unknown>} */ (reply.body);
+      tokens.set(key, body["token"]);
+      return body;
+    },
+    async release(key) {
+      const reply = await http.call("POST", `${lock(key)}/release`, { owner: "o", token: tokens.get(key) });
+      expectStatus(reply, 200, "floor release");
+      return /** @type {Record<string, unknown>} */ (reply.body);
+    },
+    token: (key) => tokens.get(key),
+  };
+}

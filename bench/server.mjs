@@ -204,6 +204,18 @@ export async function cpuUsPerOp(pid, run, ops, settleMs) {
 }
 
 /**
+ * Longer than the local runtime leaves an idle object in memory (10 s: the floor's acquire of
+ * an existing lock, 2026-12-03, costs 530–600 µs of workerd CPU after 2–9 s idle and
+ * 920–1,380 µs after 10–30 s). A CPU figure of isolated operations waits this long first
+ * ({@link untilEvicted}), on every server alike, so each of its operations pays an object's
+ * start, and no object touched before is evicted (at a CPU cost) inside its window.
+ */
+export const EVICTED_IDLE_MS = 12_000;
+
+/** Wait until every object touched so far has been evicted ({@link EVICTED_IDLE_MS}). */
+export const untilEvicted = () => new Promise((r) => setTimeout(r, EVICTED_IDLE_MS));
+
+/**
  * The process ids of this process's children named `comm` (e.g. the `workerd` that an
  * in-process Miniflare started).
  * @param {string} comm
