@@ -6,6 +6,7 @@
  *
  *   TMPDIR=/dev/shm node bench/ablation.mjs [--rounds=8] [--requests=300]
  *   TMPDIR=/dev/shm node bench/ablation.mjs --isolated [--rounds=3] [--objects=200]
+ *   … [--variants=name,name]   only these variants (their names in {@link VARIANTS}) beside the unchanged build
  *
  * Each variant is a bundle of this checkout with one part cut out ({@link VARIANTS}: a
  * literal text replacement in one source file, made in a private copy of the sources, never
@@ -34,7 +35,7 @@
 import { cpSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseChoice, parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { hardLimit, stopAll, trackDir } from "./cleanup.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
 import { claimSteps, floorSteps } from "./locks.mjs";
@@ -118,6 +119,57 @@ const VARIANTS = [
     find: '      this.retainedEvents = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n;',
     replace: "      this.retainedEvents = 0;",
   },
+  {
+    name: "shard-in-memory",
+    what: "the listing shard holds accepted entries in memory and answers a delivery once the index applied it (a sketch)",
+    file: "src/listing/index-shard.ts",
+    find: `  /** Accept one object's delivery; forwarding follows within {@link FORWARD_MS}. */
+  async apply(delivery: IndexDelivery): Promise<void> {
+    if (delivery.entry !== undefined) this.store.accept(delivery.entry);
+    addCounters(this.counters, delivery.counters);
+    await this.alarms.ensure(this.clock.nowMs() + FORWARD_MS);
+  }`,
+    replace: `  // A sketch of the lever, for timing only: accepted entries held in memory, each delivery
+  // answered once the index applied the batch that carried it (no pending row, no
+  // transaction, no shard alarm; a failed forward fails the deliveries, which retry).
+  private held = new Map<string, NonNullable<IndexDelivery["entry"]>>();
+  private waiting: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  async apply(delivery: IndexDelivery): Promise<void> {
+    addCounters(this.counters, delivery.counters);
+    const entry = delivery.entry;
+    if (entry === undefined) return;
+    const key = entry.value.kind + "\\u0000" + entry.value.key;
+    const prior = this.held.get(key);
+    if (prior === undefined || prior.seq < entry.seq) this.held.set(key, entry);
+    const applied = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.forwardHeld();
+    }, FORWARD_MS);
+    await applied;
+  }
+
+  private async forwardHeld(): Promise<void> {
+    const index = this.env.INDEX.getByName(objectName(identityOf(this.ctx)?.namespace ?? "", "index"));
+    const entries = [...this.held.values()];
+    const counters = this.counters;
+    const waiting = this.waiting;
+    this.held = new Map();
+    this.counters = {};
+    this.waiting = [];
+    try {
+      await index.applyBatch({ entries, counters, atMs: this.clock.nowMs() });
+    } catch (err) {
+      addCounters(this.counters, counters);
+      for (const w of waiting) w.reject(err);
+      return;
+    }
+    for (const w of waiting) w.resolve();
+    this.meter.add("deliveries");
+  }`,
+  },
   { name: "unchanged-again", what: "the unchanged build again (A/A: the noise)" },
 ];
 
@@ -126,7 +178,21 @@ const { values } = parseOptions(process.argv.slice(2), {
   requests: { type: "string" },
   isolated: { type: "boolean" },
   objects: { type: "string" },
+  variants: { type: "string" },
 });
+/** `--variants a,b`: only the variants of these names; the unchanged build (the baseline) always runs. */
+const CHOSEN =
+  values.variants === undefined
+    ? undefined
+    : new Set(
+        values.variants.split(",").map((name) =>
+          parseChoice(
+            "--variants",
+            name,
+            VARIANTS.map((v) => v.name),
+          ),
+        ),
+      );
 const ISOLATED = values.isolated === true;
 const ROUNDS = parseInteger("--rounds", values.rounds, { min: 2, max: 40 }) ?? (ISOLATED ? 3 : 8);
 const REQUESTS = parseInteger("--requests", values.requests, { min: 20, max: 10_000 }) ?? 300;
@@ -168,6 +234,7 @@ const served = [];
 for (const variant of VARIANTS) {
   // A probe is not an operation on an object: nothing to isolate.
   if (ISOLATED && variant.probe !== undefined) continue;
+  if (CHOSEN !== undefined && variant !== VARIANTS[0] && !CHOSEN.has(variant.name)) continue;
   const bundle = buildVariant(variant);
   const server = await startServer("direct", {
     ...(bundle === undefined ? {} : { bundle }),
