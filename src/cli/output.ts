@@ -107,6 +107,7 @@ const HINTS: Record<ErrorCode, string | ((t: Target) => string)> = {
   no_transfer: "no transfer is pending on the claim",
   concurrent_transfer: "a different transfer is pending on the claim",
   token_overflow: "the claim's fencing token cannot advance any further",
+  no_lease: "the generation holds no live lease: keep it alive first (shiftlock generations keepalive)",
   operation_id_conflict: "that operation id was already used for a different request",
   invalid_state: "illegal generation state transition",
   generation_exists: "that generation id is registered with another service or instance",
