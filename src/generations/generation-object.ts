@@ -174,6 +174,28 @@ export class GenerationObject extends WatchedObject {
   }
 
   /**
+   * A channel closed: its pings' times go with it, so the deadline they promised is written
+   * to the row (one row), and once no channel is left the channel horizon's slack no longer
+   * applies after a restart. Closing ends nothing: the lease runs to that deadline.
+   */
+  override webSocketClose(ws: WebSocket, code: number, reason: string, wasClean: boolean): void {
+    const current = this.load();
+    if (current !== undefined && leaseLive(current.record, this.clock.nowMs())) {
+      const record = {
+        ...current.record,
+        leaseExpiresAtMs: Math.max(current.record.leaseExpiresAtMs, this.watchers.channelDeadlineMs(ws)),
+      };
+      const othersOpen = this.ctx
+        .getWebSockets(this.watchers.tag)
+        .some((other) => other !== ws && other.readyState === WebSocket.OPEN);
+      const horizons = othersOpen ? current.horizons : { ...current.horizons, channelHorizonMs: 0 };
+      this.store.save(record, horizons, undefined, this.stage);
+      this.answered = { epoch: record.leaseEpoch, deadlineMs: record.leaseExpiresAtMs };
+    }
+    super.webSocketClose(ws, code, reason, wasClean);
+  }
+
+  /**
    * The alarm: deliver what the listing is owed, end a lease nobody kept (its channels' last
    * pings included), re-arm for one that was kept, and resume the lease ends still owed.
    */

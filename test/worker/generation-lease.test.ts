@@ -154,6 +154,32 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
     expect((await channel.closed).code).toBe(1000);
   });
 
+  it("a closed channel ends nothing, and its last ping's deadline survives a restart exactly (no slack)", async () => {
+    const g = await setup(10_000);
+    const channel = await openWatchSocket(`${g.url}/lease?ttlMs=${TTL}`, WRITE);
+    await channel.next();
+    channel.ws.send('{"type":"ping"}');
+    expect(await channel.next()).toEqual({ type: "pong" });
+    const served = (await g.read()).body.generation as { leaseExpiresAtMs: number; leaseEpoch: string };
+    channel.ws.close(1000, "done");
+    // The object writes the channel's deadline when it hears the close: wait for that row.
+    const stored = () =>
+      runInDurableObject(
+        g.stubOf(),
+        (_i, state) => state.storage.sql.exec<{ d: number }>("SELECT lease_expires_at_ms AS d FROM generation").one().d,
+      );
+    for (let i = 0; i < 100 && (await stored()) !== served.leaseExpiresAtMs; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(await stored()).toBe(served.leaseExpiresAtMs);
+    await restartObject(g.stubOf());
+    await g.installClock();
+    expect((await g.read()).body.generation).toMatchObject({
+      leaseEpoch: served.leaseEpoch,
+      leaseExpiresAtMs: served.leaseExpiresAtMs,
+    });
+  });
+
   it("the channel of an unknown or retired generation is refused before upgrading", async () => {
     const g = await setup();
     const nobody = g.url.replace(encodeURIComponent(g.id), unique("nobody"));

@@ -35,7 +35,6 @@ import { inProcess } from "../in-process.ts";
 import { commandOf } from "../../core/claim-command.ts";
 import { nextDeadlineMs } from "../../core/claim-machine.ts";
 import { type LeaseView, leasesWanted } from "../../core/claim-leases.ts";
-import { leaseLive } from "../../core/generation-lease.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
 import { systemClock, type Clock } from "../../core/clock.ts";
 import {
@@ -89,6 +88,7 @@ import type {
   WatchClaimOptions,
 } from "./claims-backend.ts";
 import { MemoryClaim } from "./memory-claim.ts";
+import { MemoryGenerations } from "./memory-generations.ts";
 
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */
@@ -103,13 +103,19 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   protected readonly clock: Clock;
   private readonly claims = new Map<string, MemoryClaim>();
   private readonly timers = new Map<string, { deadline: number; controller: AbortController }>();
-  private readonly generations = new Map<string, GenerationRecord>();
-  private readonly leaseTimers = new Map<string, AbortController>();
+  private readonly generations: MemoryGenerations;
   private closed = false;
 
   constructor(options: MemoryClaimsBackendOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.namespace = options.namespace ?? "memory";
+    // An epoch's end reaches every claim at once, as the generation object's delivery does.
+    this.generations = new MemoryGenerations(this.clock, (generationId, ended) => {
+      for (const claim of this.claims.values()) {
+        claim.run({ kind: "lease_ended", generationId, epoch: ended.epoch }, this.clock.nowMs());
+        this.arm(claim);
+      }
+    });
   }
 
   /** The claim named `name`, created (never acquired) on first use. */
@@ -147,7 +153,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     const wanted =
       operationId !== undefined && claim.knows(operationId) ? {} : leasesWanted(claim.record, command, nowMs);
     const views = new Map<string, LeaseView>();
-    for (const id of [wanted.bind, wanted.peek]) if (id !== undefined) views.set(id, this.leaseView(id));
+    for (const id of [wanted.bind, wanted.peek]) if (id !== undefined) views.set(id, this.generations.view(id));
     const answer = claim.run(command, this.clock.nowMs(), replayKey, views);
     this.arm(claim);
     return { route, answer };
@@ -335,7 +341,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
           field: "generations",
           scope: { namespace: "", list: "generations", filters: [filter.service, filter.state] },
           query: { service: filter.service, state: filter.state, limit: opts.limit, cursor },
-          items: [...this.generations.values()].map((g) => ({ key: g.id, wire: generationToWire(g) })),
+          items: this.generations.all().map((g) => ({ key: g.id, wire: generationToWire(g) })),
           keep: (g) =>
             (filter.service === undefined || g.service === filter.service) &&
             (filter.state === undefined || g.state === filter.state),
@@ -393,59 +399,16 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     return inProcess(undefined, () => {
       this.enter(opts);
       const decision = decide();
-      this.settleGeneration(decision);
+      this.generations.settle(decision);
       return decodeAnswer(route, generationDecisionToResponse(decision)).generation;
     });
-  }
-
-  /** Keep a decided generation, deliver an epoch's end to its bound claims, re-arm its lease timer. */
-  private settleGeneration(decision: GenerationDecision): void {
-    const record = decision.record;
-    if (record === undefined) return;
-    if (decision.ok ? decision.changed : decision.leaseEnded !== undefined) this.generations.set(record.id, record);
-    const ended = decision.leaseEnded;
-    if (ended !== undefined) {
-      for (const claim of this.claims.values()) {
-        claim.run({ kind: "lease_ended", generationId: record.id, epoch: ended.epoch }, this.clock.nowMs());
-        this.arm(claim);
-      }
-    }
-    this.armLease(record);
-  }
-
-  /** The lease of generation `id` as a claim object would be told it (lazy expiry applied). */
-  private leaseView(id: string): LeaseView {
-    const touched = decideTouch(this.generations.get(id), this.clock.nowMs());
-    this.settleGeneration(touched);
-    const record = this.generations.get(id);
-    if (record === undefined) return { epoch: 0n, expiresAtMs: 0, live: false };
-    const live = leaseLive(record, this.clock.nowMs());
-    return { epoch: record.leaseEpoch, expiresAtMs: live ? record.leaseExpiresAtMs : 0, live };
-  }
-
-  /** (Re-)arm the lease timer of a generation at its deadline on the injected clock. */
-  private armLease(record: GenerationRecord): void {
-    this.leaseTimers.get(record.id)?.abort();
-    this.leaseTimers.delete(record.id);
-    if (record.leaseExpiresAtMs === 0 || this.closed) return;
-    const controller = new AbortController();
-    this.leaseTimers.set(record.id, controller);
-    this.clock.sleep(record.leaseExpiresAtMs + 1 - this.clock.nowMs(), controller.signal).then(
-      () => {
-        if (this.leaseTimers.get(record.id) !== controller) return;
-        this.leaseTimers.delete(record.id);
-        this.settleGeneration(decideTouch(this.generations.get(record.id), this.clock.nowMs()));
-      },
-      () => {},
-    );
   }
 
   close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers.values()) t.controller.abort();
     this.timers.clear();
-    for (const t of this.leaseTimers.values()) t.abort();
-    this.leaseTimers.clear();
+    this.generations.close();
     for (const s of this.claims.values()) s.endWatchers();
     return Promise.resolve();
   }
