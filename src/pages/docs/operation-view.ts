@@ -82,27 +82,27 @@ function tryForm(path: string, method: string, op: Operation): HTMLFormElement {
   return form;
 }
 
+/** A table in its scrolling box (style.css `.table`): wider than the screen, it scrolls, not the page. */
 function table(head: readonly string[], rows: readonly (readonly (string | Node)[])[]): HTMLElement {
-  return el("table", {}, [
-    el("thead", {}, [
+  const header = el("thead", {}, [
+    el(
+      "tr",
+      {},
+      head.map((text) => el("th", { text })),
+    ),
+  ]);
+  const body = el(
+    "tbody",
+    {},
+    rows.map((cells) =>
       el(
         "tr",
         {},
-        head.map((text) => el("th", { text })),
-      ),
-    ]),
-    el(
-      "tbody",
-      {},
-      rows.map((cells) =>
-        el(
-          "tr",
-          {},
-          cells.map((c) => el("td", {}, [c])),
-        ),
+        cells.map((c) => el("td", {}, [c])),
       ),
     ),
-  ]);
+  );
+  return el("div", { class: "table" }, [el("table", {}, [header, body])]);
 }
 
 /** The `<details>` of one operation. */
