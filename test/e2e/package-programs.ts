@@ -3,10 +3,11 @@
  * as a user would write them (plain JavaScript, or TypeScript for the type check).
  */
 
-export const NODE_PROGRAM = `
-import WebSocket from "ws";
-import { HttpClaimsBackend } from "shiftlock/client";
-
+/**
+ * The claim cycle the Node programs run, as statements: watch, acquire, release, read events
+ * until `released`; leaves `snapshot`, `held` and `events` for the program to print.
+ */
+const CLAIM_CYCLE = `
 const [baseUrl, namespace, claimName] = process.argv.slice(2);
 const claims = new HttpClaimsBackend({ baseUrl, token: "dev-token", namespace, WebSocket });
 const watch = claims.watchClaim(claimName);
@@ -22,6 +23,12 @@ while (!events.includes("released")) {
 }
 watch.close();
 await claims.close();
+`;
+
+export const NODE_PROGRAM = `
+import WebSocket from "ws";
+import { HttpClaimsBackend } from "shiftlock/client";
+${CLAIM_CYCLE}
 console.log(JSON.stringify({ snapshot: snapshot.type, fencingToken: String(held.fencingToken), events }));
 `;
 
@@ -113,21 +120,7 @@ const { MemoryFence } = require("shiftlock/fence");
 const { startShiftlock } = require("shiftlock/testing");
 
 async function main() {
-  const [baseUrl, namespace, claimName] = process.argv.slice(2);
-  const claims = new HttpClaimsBackend({ baseUrl, token: "dev-token", namespace, WebSocket });
-  const watch = claims.watchClaim(claimName);
-  const items = watch[Symbol.asyncIterator]();
-  const snapshot = (await items.next()).value;
-  const held = await claims.acquireClaim({ claimName, generationId: "commonjs-consumer", ttlMs: 30000 });
-  await claims.releaseClaim({ claimName, generationId: "commonjs-consumer", token: held.fencingToken });
-  const events = [];
-  while (!events.includes("released")) {
-    const next = await items.next();
-    if (next.done) break;
-    if (next.value.type === "event") events.push(next.value.reason);
-  }
-  watch.close();
-  await claims.close();
+${CLAIM_CYCLE}
   const entries = [typeof MemoryFence, typeof startShiftlock];
   console.log(JSON.stringify({ snapshot: snapshot.type, fencingToken: String(held.fencingToken), events, entries }));
 }
