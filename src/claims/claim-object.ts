@@ -301,4 +301,4 @@ export class ClaimObject extends WatchedObject {
   }
 }
 
-meterMethods(ClaimObject.prototype, ["command", "evict", "get", "fetch", "alarm", "webSocketMessage"]);
+meterMethods(ClaimObject.prototype, ["command", "evict", "get", "fetch", "alarm", "webSocketMessage", "leaseEnded"]);
