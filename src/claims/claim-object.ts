@@ -17,7 +17,8 @@
  * - The RPC methods return plain {@link WireResponse} data; they throw only on bugs.
  * - Every commit that changes what the listing shows stages the record in the same
  *   transaction (a renewal stages nothing); delivery follows, never awaited by the mutation
- *   (durable/index-outbox.ts).
+ *   (durable/index-outbox.ts). Start-up stages the stored record too, which writes only if
+ *   the row shows something else (durable/object-base.ts).
  *
  * Does not: validate request shapes or authenticate (the router does, before calling).
  */
@@ -68,7 +69,13 @@ export class ClaimObject extends WatchedObject {
     this.watchers = new ClaimWatchers(ctx, this.store, this.settings);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
-    this.startUp(() => this.store.open());
+    this.startUp(
+      () => this.store.open(),
+      () => {
+        const stored = this.store.load();
+        if (stored !== undefined) this.stage(stored);
+      },
+    );
   }
 
   /** Apply one claim mutation. */

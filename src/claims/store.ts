@@ -42,7 +42,7 @@ import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim
 import type { OperationRecord } from "../core/claim-operations.ts";
 import { planClaimReplay } from "../core/claim-replay.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
-import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
+import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION, OUTBOX_NAMESPACE_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 import { entriesToPrune } from "../durable/history-pruning.ts";
 
@@ -81,6 +81,8 @@ const CLAIM_SCHEMA: StoreSchema = {
     OUTBOX_MIGRATION,
     // 3: the outbox remembers what its shard acknowledged (no re-send after a restart).
     OUTBOX_DELIVERED_MIGRATION,
+    // 4: the outbox keeps the object's namespace (an instance started without a name delivers).
+    OUTBOX_NAMESPACE_MIGRATION,
   ],
 };
 

@@ -13,7 +13,9 @@
  * - Methods return plain `GenerationWireResponse` data over RPC; refusals are values, not exceptions.
  *
  * - Every change stages the record for the namespace's listing in the same transaction; the
- *   outbox arms the alarm shortly after, which delivers anything still undelivered.
+ *   outbox arms the alarm shortly after, which delivers anything still undelivered. Start-up
+ *   stages the stored record too, which writes only if the row shows something else
+ *   (durable/object-base.ts).
  *
  * Does not: serve watches (generations have none), or authenticate (the router did, before
  * the object was addressed).
@@ -34,7 +36,13 @@ export class GenerationObject extends ShiftlockObject {
   constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
     super(ctx, env, settings);
     this.store = new GenerationStore(ctx.storage);
-    this.startUp(() => this.store.open());
+    this.startUp(
+      () => this.store.open(),
+      () => {
+        const stored = this.store.load();
+        if (stored !== undefined) this.stage(stored);
+      },
+    );
   }
 
   /** Register `body.id` (see `decideRegister`). */

@@ -15,7 +15,7 @@
 import type { GenerationRecord } from "../protocol/generations.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { isGenerationState } from "../core/generation-machine.ts";
-import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
+import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION, OUTBOX_NAMESPACE_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 
 /** The generation store's schema: ordered migrations, no tables until the first write. */
@@ -38,6 +38,8 @@ const GENERATION_SCHEMA: StoreSchema = {
     OUTBOX_MIGRATION,
     // 3: the outbox remembers what its shard acknowledged (no re-send after a restart).
     OUTBOX_DELIVERED_MIGRATION,
+    // 4: the outbox keeps the object's namespace (an instance started without a name delivers).
+    OUTBOX_NAMESPACE_MIGRATION,
   ],
 };
 

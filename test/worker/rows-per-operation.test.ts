@@ -131,7 +131,7 @@ describe("rows per claim operation", () => {
     const claim = unique();
     const stub = claimStub(unique("ns"), claim);
     const r = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
-    expect(r.row).toEqual([17, 17, 1, 1]);
+    expect(r.row).toEqual([25, 18, 1, 1]);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
@@ -253,7 +253,7 @@ describe("rows per generation operation", () => {
     rows["get"] = row(got.cost);
     // The new generation arms its delivery-check alarm; the state change finds it still armed.
     expect(rows).toEqual({
-      "register (new)": [11, 11, 1, 1],
+      "register (new)": [18, 12, 1, 1],
       "register (again)": [1, 0, 0, 0],
       state: [3, 2, 1, 0],
       "index delivery (after the commit)": [2, 1, 0, 0],
