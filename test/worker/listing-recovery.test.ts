@@ -78,13 +78,19 @@ async function clearAlarm(stub: Stub): Promise<void> {
   await runInDurableObject(stub as DurableObjectStub, (_o, state) => state.storage.deleteAlarm());
 }
 
+/** A claim `generationId` acquired at {@link START_MS}, listed. */
+async function listedClaim(generationId: string): Promise<{ ns: string; name: string; acquired: any }> {
+  const ns = unique("ns");
+  const name = unique();
+  await clockAt(claimStub(ns, name), START_MS);
+  const acquired = (await post(claimUrl(ns, name, "/acquire"), { generationId, ttlMs: TTL_MS })).body.claim;
+  await settleListing(ns, [claimStub(ns, name)]);
+  return { ns, name, acquired };
+}
+
 describe("a claim started afresh by its alarm after a restart", () => {
   it("an expiry that fell due while nothing ran is listed and tallied, and so is the next call's change", async () => {
-    const ns = unique("ns");
-    const name = unique();
-    await clockAt(claimStub(ns, name), START_MS);
-    const acquired = (await post(claimUrl(ns, name, "/acquire"), { generationId: "g1", ttlMs: TTL_MS })).body.claim;
-    await settleListing(ns, [claimStub(ns, name)]);
+    const { ns, name, acquired } = await listedClaim("g1");
     expect((await listed(ns, "claims")).map((c) => [c.phase, c.ownerGeneration])).toEqual([["owned", "g1"]]);
 
     // The runtime goes down; the deadline passes; it comes back and runs the overdue alarm.
@@ -108,10 +114,7 @@ describe("a claim started afresh by its alarm after a restart", () => {
   });
 
   it("a prepared transfer that lapsed while nothing ran is no longer listed as reserved", async () => {
-    const ns = unique("ns");
-    const name = unique();
-    await clockAt(claimStub(ns, name), START_MS);
-    await post(claimUrl(ns, name, "/acquire"), { generationId: "gen-1", ttlMs: TTL_MS });
+    const { ns, name } = await listedClaim("gen-1");
     const prepared = await post(claimUrl(ns, name, "/transfer/prepare"), {
       fromGeneration: "gen-1",
       toGeneration: "gen-2",
@@ -233,11 +236,7 @@ describe("a listing shard started afresh by its alarm after a restart", () => {
 
 describe("rows an earlier version left", () => {
   it("a row without a namespace gets it at the next named start; a change never staged is listed then", async () => {
-    const ns = unique("ns");
-    const name = unique();
-    await clockAt(claimStub(ns, name), START_MS);
-    const acquired = (await post(claimUrl(ns, name, "/acquire"), { generationId: "g1", ttlMs: TTL_MS })).body.claim;
-    await settleListing(ns, [claimStub(ns, name)]);
+    const { ns, name, acquired } = await listedClaim("g1");
     // What an earlier version could leave: a row staged before the namespace was stored, and
     // a release committed by an instance that could not stage it (its row still shows g1).
     await runInDurableObject(claimStub(ns, name), (_o, state) => {
