@@ -125,8 +125,8 @@ const VARIANTS = [
     file: "src/listing/index-shard.ts",
     find: `  /** Accept one object's delivery; forwarding follows within {@link FORWARD_MS}. */
   async apply(delivery: IndexDelivery): Promise<void> {
-    if (this.namespace === undefined && delivery.namespace !== undefined) {
-      this.namespace = delivery.namespace;
+    if (this.knownNamespace === undefined && delivery.namespace !== undefined) {
+      this.knownNamespace = delivery.namespace;
       this.store.rememberNamespace(delivery.namespace);
     }
     if (delivery.entry !== undefined) this.store.accept(delivery.entry);
@@ -141,8 +141,8 @@ const VARIANTS = [
   private timer: ReturnType<typeof setTimeout> | undefined;
 
   async apply(delivery: IndexDelivery): Promise<void> {
-    if (this.namespace === undefined && delivery.namespace !== undefined) {
-      this.namespace = delivery.namespace;
+    if (this.knownNamespace === undefined && delivery.namespace !== undefined) {
+      this.knownNamespace = delivery.namespace;
       this.store.rememberNamespace(delivery.namespace);
     }
     addCounters(this.counters, delivery.counters);
@@ -160,7 +160,7 @@ const VARIANTS = [
   }
 
   private async forwardHeld(): Promise<void> {
-    const index = this.env.INDEX.getByName(objectName(this.namespace ?? "", "index"));
+    const index = this.env.INDEX.getByName(objectName(this.knownNamespace ?? "", "index"));
     const entries = [...this.held.values()];
     const counters = this.counters;
     const waiting = this.waiting;

@@ -3,11 +3,12 @@
  * strict rule (src/cli/options.mjs) as a pure function, so tests can check it without
  * starting the demo.
  *
- * Guarantees: a typo'd or unknown option, a missing value or a malformed `--claims` is a
- * `UsageError` (the demo then exits 2 before connecting anywhere). Does not read the
+ * Guarantees: a typo'd or unknown option, a missing value, a malformed `--claims` or a
+ * `--url` without `http://` or `https://` is a `UsageError` (the demo then exits 2 before
+ * connecting anywhere). Does not read the
  * environment: `$SHIFTLOCK_URL` and `$SHIFTLOCK_TOKEN` are applied by demo/run.ts.
  */
-import { parseChoice, parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { parseChoice, parseHttpUrl, parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { parseRttMs } from "../bench/options.mjs";
 
 export const DEMO_USAGE = `usage: npm run demo -- [options]
@@ -54,7 +55,7 @@ export function parseDemoArgs(argv: readonly string[]): DemoOptions {
   return {
     help: values.help === true,
     claims: parseInteger("--claims", values.claims, { min: 1 }) ?? 4,
-    url: values.url,
+    url: parseHttpUrl("--url", values.url),
     rttMs: parseRttMs(values["rtt-ms"]),
     drain: parseChoice("--drain", values.drain, ["before-commit", "before-prepare"] as const) ?? "before-commit",
   };

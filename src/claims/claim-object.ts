@@ -19,6 +19,13 @@
  *   transaction (a renewal stages nothing); delivery follows, never awaited by the mutation
  *   (durable/index-outbox.ts). Start-up stages the stored record too, which writes only if
  *   the row shows something else (durable/object-base.ts).
+ * - Bound claims (docs/protocol.md#sessions): before deciding, the leases the command needs
+ *   (core/claim-leases.ts) are asked of their generation objects — a bound acquire or commit
+ *   binds the claim there first, so that epoch's end reaches it — and the decision is taken
+ *   from the record as it is after that await. An epoch end delivered meanwhile is
+ *   remembered by this instance, so a bind answered before it never leaves the claim bound
+ *   to an ended epoch. A bound claim released, expired or moved on is unbound in the
+ *   background (best effort: a stale binding costs one delivery that changes nothing).
  *
  * Does not: validate request shapes or authenticate (the router does, before calling).
  */
@@ -28,6 +35,14 @@ import { claimRoutePath, type ClaimMutationName, type ClaimRequest } from "../pr
 import { parseCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { decideClaim, nextDeadlineMs } from "../core/claim-machine.ts";
+import {
+  type LeaseView,
+  type LeaseViews,
+  type LeasesWanted,
+  NO_LEASE_VIEWS,
+  leasesWanted,
+} from "../core/claim-leases.ts";
+import { objectName } from "../durable/object-names.ts";
 import type { ClaimStep } from "../core/claim-machine.ts";
 import { commandOf } from "../core/claim-command.ts";
 import { type OperationRecord, isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
@@ -62,6 +77,8 @@ function watchParams(url: URL): { name: string; afterVersion: bigint | undefined
 export class ClaimObject extends WatchedObject {
   private readonly store: ClaimStore;
   protected override readonly watchers: ClaimWatchers;
+  /** The highest epoch per generation whose end this instance was told (see the module comment). */
+  private readonly endedEpochs = new Map<string, bigint>();
 
   constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
     super(ctx, env, settings);
@@ -88,11 +105,20 @@ export class ClaimObject extends WatchedObject {
       // A replay answers from the record alone: no decision, no write, no event.
       if (prior !== undefined) return replay(prior, fingerprint);
     }
-    const current = this.load(name);
+    const command = commandOf(request.op, request.body);
+    let current = this.load(name);
+    const wanted = leasesWanted(current, command, this.clock.nowMs());
+    let views = NO_LEASE_VIEWS;
+    if (wanted.bind !== undefined || wanted.peek !== undefined) {
+      // The generations answer first; the decision is taken from the record as it is after that await.
+      views = await this.leaseViews(name, wanted);
+      current = this.load(name);
+    }
+    const decidedFrom = current;
     const nowMs = this.clock.nowMs();
     const { step, settled } = this.apply(
-      current,
-      () => answered(decideClaim(name, current, commandOf(request.op, request.body), nowMs)),
+      decidedFrom,
+      () => answered(decideClaim(name, decidedFrom, command, nowMs, views)),
       ({ response }) =>
         operationId !== undefined && isRememberedStatus(response.status)
           ? { operationId, fingerprint, response, atMs: nowMs }
@@ -100,6 +126,7 @@ export class ClaimObject extends WatchedObject {
       (step) => this.count(request.op, step, step.response),
     );
     await settled;
+    this.unbindIfMoved(name, decidedFrom, step.next);
     return step.response;
   }
 
@@ -116,7 +143,60 @@ export class ClaimObject extends WatchedObject {
       (step) => this.countExpiries(step),
     );
     await settled;
+    this.unbindIfMoved(name, current, step.next);
     return step.response;
+  }
+
+  /**
+   * The generation's delivery: epoch `epoch` of `generationId` ended. A claim bound to it (or
+   * an earlier epoch) of that generation expires, watchers hear `expired`; anything else is
+   * unchanged. Answering is the acknowledgement.
+   */
+  async leaseEnded(name: string, generationId: string, epoch: bigint): Promise<void> {
+    if ((this.endedEpochs.get(generationId) ?? -1n) < epoch) this.endedEpochs.set(generationId, epoch);
+    const current = this.load(name);
+    if (current === undefined) return;
+    const { settled } = this.apply(
+      current,
+      () => decideClaim(name, current, { kind: "lease_ended", generationId, epoch }, this.clock.nowMs()),
+      () => undefined,
+      (step) => this.countExpiries(step),
+    );
+    await settled;
+  }
+
+  /**
+   * A bound hold that ended or moved on (release, eviction, commit, an unbinding acquire): tell
+   * its generation in the background, so that epoch's end need not reach this claim.
+   */
+  private unbindIfMoved(name: string, before: ClaimRecord | undefined, after: ClaimRecord | undefined): void {
+    if (before === undefined || !before.bound || before.phase === "unowned") return;
+    const same =
+      after?.bound === true &&
+      after.ownerGeneration === before.ownerGeneration &&
+      after.leaseEpoch === before.leaseEpoch;
+    if (same) return;
+    const id = before.ownerGeneration;
+    const stub = this.env.GENERATIONS.getByName(objectName(this.namespace ?? "", "generation", id));
+    this.ctx.waitUntil(stub.unbind(id, name, before.leaseEpoch).catch(() => undefined));
+  }
+
+  /**
+   * The leases a command needs (core/claim-leases.ts), asked of their generation objects. A
+   * generation that answers after this instance heard its epoch end is not live.
+   */
+  private async leaseViews(name: string, wanted: LeasesWanted): Promise<LeaseViews> {
+    const namespace = this.namespace ?? "";
+    const ask = async (id: string, bind: boolean): Promise<[string, LeaseView]> => {
+      const stub = this.env.GENERATIONS.getByName(objectName(namespace, "generation", id));
+      const view = bind ? await stub.bind(id, name) : await stub.leaseView(id);
+      const ended = this.endedEpochs.get(id);
+      return [id, ended !== undefined && ended >= view.epoch ? { ...view, live: false } : view];
+    };
+    const asked: Promise<[string, LeaseView]>[] = [];
+    if (wanted.bind !== undefined) asked.push(ask(wanted.bind, true));
+    if (wanted.peek !== undefined && wanted.peek !== wanted.bind) asked.push(ask(wanted.peek, false));
+    return new Map(await Promise.all(asked));
   }
 
   /** Read the claim (applying expiry). `claim_not_found` when it was never created. */

@@ -22,9 +22,7 @@
  *   counted once when the store opens (one `COUNT`, at most 319 rows read per start-up) and
  *   then kept in memory, updated only after a commit succeeded (docs/performance.md "Rows
  *   per operation").
- * - Operation records are pruned only when both retention bounds of core/claim-operations.ts are
- *   exceeded (≥ 1,000 newer records and older than one hour), oldest first, at most two per
- *   new record (so pruning keeps pace with inserts and never scans the retained ones).
+ * - Operation records follow durable/operation-log.ts (retention, pruning).
  * - The schema follows the one migration rule of durable/migrations.ts ({@link CLAIM_SCHEMA}
  *   is lazy): migrated at start-up when the object has data, or inside the first write's
  *   transaction, so reading a claim that was never created leaves its storage empty; a
@@ -38,13 +36,12 @@ import { formatCounter, sortableCounter } from "../protocol/counter.ts";
 import { encodeOnce } from "../protocol/encode-once.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
-import { OPERATION_RETENTION_COUNT, OPERATION_RETENTION_MS } from "../core/claim-operations.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
 import { planClaimReplay } from "../core/claim-replay.ts";
-import type { WireResponse } from "../protocol/wire-response.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION, OUTBOX_NAMESPACE_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 import { entriesToPrune } from "../durable/history-pruning.ts";
+import { OPERATIONS_TABLE, OperationLog } from "../durable/operation-log.ts";
 
 /** The claim store's schema: ordered migrations, no tables until the first write. */
 const CLAIM_SCHEMA: StoreSchema = {
@@ -69,19 +66,15 @@ const CLAIM_SCHEMA: StoreSchema = {
        version TEXT NOT NULL
      );
      CREATE TABLE IF NOT EXISTS events (version TEXT PRIMARY KEY, message TEXT NOT NULL) WITHOUT ROWID;
-     CREATE TABLE IF NOT EXISTS operations (
-       seq INTEGER PRIMARY KEY AUTOINCREMENT,
-       operation_id TEXT NOT NULL UNIQUE,
-       fingerprint TEXT NOT NULL,
-       status INTEGER NOT NULL,
-       body TEXT NOT NULL,
-       at_ms INTEGER NOT NULL
-     );`,
+     ${OPERATIONS_TABLE};`,
     // 2: the listing index's outbox (durable/index-outbox.ts).
     OUTBOX_MIGRATION,
     // 3: the outbox remembers what its shard acknowledged (no re-send after a restart).
     OUTBOX_DELIVERED_MIGRATION,
-    // 4: the outbox keeps the object's namespace (an instance started without a name delivers).
+    // 4: bound claims (docs/protocol.md#sessions): held under the owner generation's lease epoch.
+    `ALTER TABLE claim ADD COLUMN bound INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE claim ADD COLUMN lease_epoch TEXT NOT NULL DEFAULT '0';`,
+    // 5: the outbox keeps the object's namespace (an instance started without a name delivers).
     OUTBOX_NAMESPACE_MIGRATION,
   ],
 };
@@ -108,20 +101,22 @@ type ClaimRow = {
   last_heartbeat_ms: number;
   reason: string;
   version: string;
+  bound: number;
+  lease_epoch: string;
 };
 
 /** Replay answer for `afterVersion`: retained event messages, or `truncated`. */
 export type History = { kind: "events"; messages: string[] } | { kind: "truncated" };
 
-/** Operation records pruned at most per new record: more than one, so a backlog drains. */
-const OPERATIONS_PRUNED_PER_INSERT = 2;
-
 export class ClaimStore extends MigratedStore {
   /** Events in the `events` table (known from `open()` on; 0 while there are no tables). */
   private retainedEvents = 0;
 
+  private readonly operations: OperationLog;
+
   constructor(storage: DurableObjectStorage) {
     super(storage, CLAIM_SCHEMA);
+    this.operations = new OperationLog(this.sql);
   }
 
   /** Migrate (see MigratedStore) and count the retained events once. */
@@ -169,21 +164,14 @@ export class ClaimStore extends MigratedStore {
       lastHeartbeatMs: row.last_heartbeat_ms,
       reason: row.reason as ClaimReason,
       version: BigInt(row.version),
+      bound: row.bound === 1,
+      leaseEpoch: BigInt(row.lease_epoch),
     };
   }
 
   /** The stored operation record for `operationId`, if still retained. */
   findOperation(operationId: string): OperationRecord | undefined {
-    if (!this.ready) return undefined;
-    const row = this.sql
-      .exec<{ fingerprint: string; status: number; body: string; at_ms: number }>(
-        "SELECT fingerprint, status, body, at_ms FROM operations WHERE operation_id = ?",
-        operationId,
-      )
-      .toArray()[0];
-    if (row === undefined) return undefined;
-    const response: WireResponse = { status: row.status, body: JSON.parse(row.body) as object };
-    return { operationId, fingerprint: row.fingerprint, response, atMs: row.at_ms };
+    return this.ready ? this.operations.find(operationId) : undefined;
   }
 
   /**
@@ -205,7 +193,7 @@ export class ClaimStore extends MigratedStore {
       }
       for (const event of step.events) this.appendEvent(event);
       const count = this.pruneEvents(this.retainedEvents + step.events.length);
-      if (operation !== undefined) this.rememberOperation(operation);
+      if (operation !== undefined) this.operations.remember(operation);
       return count;
     });
     // Only now: a transaction that threw rolled its events back, and the count stays.
@@ -235,7 +223,7 @@ export class ClaimStore extends MigratedStore {
       .exec(
         `UPDATE claim SET fencing_token = ?, owner_generation = ?, phase = ?, acquired_at_ms = ?, expires_at_ms = ?,
            previous_owner = ?, pending_successor = ?, drain_status = ?, transfer_status = ?, last_heartbeat_ms = ?,
-           reason = ?, version = ?
+           reason = ?, version = ?, bound = ?, lease_epoch = ?
          WHERE id = 1 AND fencing_token = ? AND version = ? RETURNING version`,
         formatCounter(next.fencingToken),
         next.ownerGeneration,
@@ -249,6 +237,8 @@ export class ClaimStore extends MigratedStore {
         next.lastHeartbeatMs,
         next.reason,
         formatCounter(next.version),
+        next.bound ? 1 : 0,
+        formatCounter(next.leaseEpoch),
         formatCounter(before),
         formatCounter(previous?.version ?? 0n),
       )
@@ -277,33 +267,6 @@ export class ClaimStore extends MigratedStore {
     this.sql.exec("DELETE FROM events WHERE version <= ?", cutoff.version);
     this.setMeta("events_pruned_through", formatCounter(BigInt(cutoff.version)));
     return retained - excess;
-  }
-
-  private rememberOperation(op: OperationRecord): void {
-    const { seq } = this.sql
-      .exec<{ seq: number }>(
-        "INSERT INTO operations (operation_id, fingerprint, status, body, at_ms) VALUES (?, ?, ?, ?, ?) RETURNING seq",
-        op.operationId,
-        op.fingerprint,
-        op.response.status,
-        JSON.stringify(op.response.body),
-        op.atMs,
-      )
-      .one();
-    // Prunable = at least OPERATION_RETENTION_COUNT newer records AND older than the window.
-    // `seq` only grows (AUTOINCREMENT; only the oldest are deleted), so a record has at least
-    // that many newer ones exactly when its seq is ≤ seq − OPERATION_RETENTION_COUNT. Only the
-    // oldest record is looked at: if it must stay, so do the rest (they are newer), and a
-    // clock that went back only delays pruning, never prunes early.
-    const boundarySeq = seq - OPERATION_RETENTION_COUNT;
-    const cutoffMs = op.atMs - OPERATION_RETENTION_MS;
-    for (let i = 0; i < OPERATIONS_PRUNED_PER_INSERT; i++) {
-      const oldest = this.sql
-        .exec<{ seq: number; at_ms: number }>("SELECT seq, at_ms FROM operations ORDER BY seq ASC LIMIT 1")
-        .one();
-      if (oldest.seq > boundarySeq || oldest.at_ms >= cutoffMs) return;
-      this.sql.exec("DELETE FROM operations WHERE seq = ?", oldest.seq);
-    }
   }
 
   /**

@@ -7,7 +7,8 @@
  * return their command's status, or 4 when the lease was lost: docs/cli.md). `--json` makes
  * every output line one JSON object; `--version` prints the package version.
  * Connection settings come from flags, else `SHIFTLOCK_URL`, `SHIFTLOCK_TOKEN`,
- * `SHIFTLOCK_NAMESPACE`, else `http://127.0.0.1:8787`, no token, namespace `default`.
+ * `SHIFTLOCK_NAMESPACE`, else `http://127.0.0.1:8787`, no token, namespace `default`; a
+ * URL without `http://` or `https://` is a usage mistake, before any request.
  */
 import { readFileSync } from "node:fs";
 // Types only from the client's public entry; the HTTP clients are imported lazily below.
@@ -17,6 +18,7 @@ import { Flags, parseCommandLine, UsageError } from "./args.ts";
 import { claimsCommand, generationsCommand, noArgs, transferCommand } from "./claims-commands.ts";
 import { coordCommand } from "./coord-commands.ts";
 import { DEFAULT_GRACE_MS, DEFAULT_NAMESPACE, DEFAULT_URL, type CliIo, type CommandContext } from "./context.ts";
+import { parseHttpUrl } from "./options.mjs";
 import { EXIT_STATUS, print, printError, type Printer, type Target } from "./output.ts";
 
 export type { CliIo };
@@ -110,7 +112,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       return values.help === true ? EXIT_STATUS.ok : EXIT_STATUS.usage;
     }
     target = {
-      baseUrl: values.url ?? io.env["SHIFTLOCK_URL"] ?? DEFAULT_URL,
+      baseUrl:
+        parseHttpUrl("--url", values.url) ?? parseHttpUrl("SHIFTLOCK_URL", io.env["SHIFTLOCK_URL"]) ?? DEFAULT_URL,
       namespace: values.namespace ?? io.env["SHIFTLOCK_NAMESPACE"] ?? DEFAULT_NAMESPACE,
     };
     const conn = {

@@ -1,11 +1,12 @@
 /**
  * The one command-line rule of this repository, shared by the `shiftlock` CLI
  * (src/cli/args.ts), the benchmark (bench/options.mjs) and the demo (demo/options.ts):
- * `node:util` `parseArgs` in strict mode, plus the parsing of numbers and choices.
+ * `node:util` `parseArgs` in strict mode, plus the parsing of numbers, choices and server URLs.
  *
  * Guarantees: an unknown option (a typo included), a missing value, a value given to a
- * boolean option, an unexpected positional argument, a malformed number or an unknown
- * choice is a {@link UsageError} whose message names the option (`unknown option --x`,
+ * boolean option, an unexpected positional argument, a malformed number, an unknown
+ * choice or a server URL without `http://` or `https://` is a {@link UsageError} whose
+ * message names the option (`unknown option --x`,
  * `--ttl-ms must be an integer …`); an unknown option close to a known one names it
  * (`unknown option --ttl-msx (did you mean --ttl-ms?)`), and a usage mistake ends a process with status
  * {@link USAGE_EXIT_STATUS} (2). Options are `--name value`, `--name=value` or a declared
@@ -229,6 +230,36 @@ function parseNumeric(label, text, { min = 0, max = Number.MAX_SAFE_INTEGER, uni
     throw new UsageError(`${label} must be ${kind} ${bounds}${unitText}, got ${JSON.stringify(text)}`);
   }
   return value;
+}
+
+/**
+ * A server URL option: `undefined` when absent, else an absolute `http://` or `https://`
+ * URL, returned as given. `localhost:8787` (no scheme) is refused, not read as a URL whose
+ * scheme is `localhost:`.
+ *
+ * @example parseHttpUrl("--url", values.url) ?? "http://127.0.0.1:8787"
+ * @param {string} label how the message names it, e.g. `--url` or `SHIFTLOCK_URL`
+ * @param {string | undefined} text the raw value
+ * @returns {string | undefined}
+ * @throws {UsageError} `--url must be an http:// or https:// URL …` (suggesting `http://` when
+ *   the value looks like `host:port`)
+ */
+export function parseHttpUrl(label, text) {
+  if (text === undefined) return undefined;
+  /** @type {URL | undefined} */
+  let url;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:") || url.host === "") {
+    const hint = /^[\w.-]+:\d+(\/|$)/.test(text) ? ` (did you mean http://${text}?)` : "";
+    throw new UsageError(
+      `${label} must be an http:// or https:// URL such as http://127.0.0.1:8787, got ${JSON.stringify(text)}${hint}`,
+    );
+  }
+  return text;
 }
 
 /**

@@ -6,7 +6,9 @@
  * Guarantees: every failure ends with a non-zero exit status from {@link EXIT_STATUS}
  * (the table in docs/cli.md) — 1 refused by the service, 2 usage mistake, 3 the service
  * could not be reached (the message names the URL), 5 the service failed (`internal`) or
- * something unexpected happened — so scripts can branch on `$?`. A refusal names what it
+ * something unexpected happened — so scripts can branch on `$?`. With `--json` the error
+ * envelope's code is the protocol's, or one of the CLI's own two: `usage` (status 2) and
+ * `unreachable` (status 3, with the `url`). A refusal names what it
  * is about where the answer says: the namespace of a missing claim or generation, the
  * holder of a claim (`claim_held`) or of a write lease (`lease_held`), a scope's current
  * generation (`stale_generation`).
@@ -107,6 +109,7 @@ const HINTS: Record<ErrorCode, string | ((t: Target) => string)> = {
   no_transfer: "no transfer is pending on the claim",
   concurrent_transfer: "a different transfer is pending on the claim",
   token_overflow: "the claim's fencing token cannot advance any further",
+  no_lease: "the generation holds no live lease: keep it alive first (shiftlock generations keepalive)",
   operation_id_conflict: "that operation id was already used for a different request",
   invalid_state: "illegal generation state transition",
   generation_exists: "that generation id is registered with another service or instance",
@@ -131,7 +134,7 @@ export function printError(p: Printer, err: unknown, target?: Target): number {
   if (isNetworkError(err)) {
     const url = target?.baseUrl ?? "the service";
     const why = rootCause(err);
-    if (p.json) p.err(toJson({ error: { ...err.toEnvelope().error, url } }));
+    if (p.json) p.err(toJson({ error: { code: "unreachable", message: `cannot reach ${url}: ${why}`, url } }));
     else p.err(`shiftlock: cannot reach ${url} (${why}): is the server running, and is --url or SHIFTLOCK_URL right?`);
     return EXIT_STATUS.unreachable;
   }

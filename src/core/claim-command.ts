@@ -19,7 +19,14 @@ export type MutationCommand<K extends ClaimMutationName = ClaimMutationName> = {
 /** An operator ends the hold (docs/protocol.md#eviction): the evict route's body; `note` travels with the event. */
 export type EvictCommand = { kind: "evict" } & RouteBody<typeof evictClaim>;
 
-export type ClaimCommand = { kind: "get" } | { kind: "expire" } | MutationCommand | EvictCommand;
+/**
+ * The owner generation's lease epoch ended (docs/protocol.md#sessions): the generation's
+ * delivery, after the commit that ended it. Expires a claim bound to that epoch (or an
+ * earlier one) of that generation; anything else is unchanged.
+ */
+export type LeaseEndedCommand = { kind: "lease_ended"; generationId: string; epoch: bigint };
+
+export type ClaimCommand = { kind: "get" } | { kind: "expire" } | MutationCommand | EvictCommand | LeaseEndedCommand;
 
 /** The machine's command for a decoded mutation. */
 export function commandOf<K extends ClaimMutationName>(op: K, body: ClaimBodies[K]): MutationCommand<K> {

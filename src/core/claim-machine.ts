@@ -12,6 +12,11 @@
  * - Expiry (`now > expiresAtMs` on a held claim) is applied first on every command, as its
  *   own change with its own `expired` event, so watchers see it even when the command that
  *   revealed it then fails.
+ * - Bound claims (docs/protocol.md#sessions, core/claim-leases.ts) follow their owner's
+ *   lease epoch instead of a deadline of their own: they expire when a view or the
+ *   generation's delivery says the epoch ended, never by the clock; a bound acquire, prepare
+ *   or commit needs a live view of the generation it binds to (else `no_lease`); a renew of
+ *   a bound claim changes nothing.
  * - Eviction (an operator's) ends the hold like a release, with reason `evicted`. The evicted
  *   owner's token stays recognisable without storing anything more: while the claim is
  *   unowned with reason `evicted`, the token it still carries is exactly the evicted owner's,
@@ -25,6 +30,7 @@ import { MAX_FENCING_TOKEN } from "../protocol/counter.ts";
 import type { ErrorCode, ErrorDetails } from "../protocol/errors.ts";
 
 import type { ClaimCommand } from "./claim-command.ts";
+import { type LeaseView, type LeaseViews, NO_LEASE_VIEWS, boundEpochEnded } from "./claim-leases.ts";
 
 export type { ClaimCommand };
 
@@ -63,14 +69,22 @@ export function isHeld(phase: ClaimPhase): boolean {
   return phase !== "unowned";
 }
 
-/** True when the held claim's lease has run out at `nowMs` (strictly after the deadline). */
-export function isExpired(record: ClaimRecord, nowMs: number): boolean {
-  return isHeld(record.phase) && record.expiresAtMs !== 0 && nowMs > record.expiresAtMs;
+/**
+ * True when the held claim's hold has run out at `nowMs`: strictly after its own deadline, or,
+ * for a bound claim, when `views` say its epoch ended (its learned deadline alone never does).
+ */
+export function isExpired(record: ClaimRecord, nowMs: number, views: LeaseViews = NO_LEASE_VIEWS): boolean {
+  if (!isHeld(record.phase)) return false;
+  if (record.bound) return boundEpochEnded(record, views);
+  return record.expiresAtMs !== 0 && nowMs > record.expiresAtMs;
 }
 
-/** The deadline the alarm must fire for, or undefined when nothing can expire. */
+/**
+ * The deadline the alarm must fire for, or undefined when nothing can expire by the clock (a
+ * bound claim: its generation delivers the end of its epoch).
+ */
 export function nextDeadlineMs(record: ClaimRecord | undefined): number | undefined {
-  if (record === undefined || !isHeld(record.phase) || record.expiresAtMs === 0) return undefined;
+  if (record === undefined || !isHeld(record.phase) || record.bound || record.expiresAtMs === 0) return undefined;
   // Expiry is strict (`now > expiresAtMs`), so the earliest instant it applies is +1 ms.
   return record.expiresAtMs + 1;
 }
@@ -100,6 +114,8 @@ export function emptyClaim(name: string): ClaimRecord {
     lastHeartbeatMs: 0,
     reason: "",
     version: 0n,
+    bound: false,
+    leaseEpoch: 0n,
   };
 }
 
@@ -110,20 +126,30 @@ const refuse = (code: ErrorCode, message?: string, details?: ErrorDetails): Clai
 });
 
 /**
- * Decide one command. `name` is the claim's name (used only when the claim is created).
+ * Decide one command. `name` is the claim's name (used only when the claim is created);
+ * `views` are the leases the command needed (core/claim-leases.ts `leasesWanted`), as their
+ * generations answered them.
  */
 export function decideClaim(
   name: string,
   current: ClaimRecord | undefined,
   command: ClaimCommand,
   nowMs: number,
+  views: LeaseViews = NO_LEASE_VIEWS,
 ): ClaimStep {
   const events: ClaimEvent[] = [];
   let record = current;
   let changed = false;
 
   // 1. Lazy expiry: its own persisted change and event, before the command is judged.
-  if (record !== undefined && isExpired(record, nowMs)) {
+  const leaseEnded =
+    command.kind === "lease_ended" &&
+    record !== undefined &&
+    record.bound &&
+    isHeld(record.phase) &&
+    record.ownerGeneration === command.generationId &&
+    record.leaseEpoch <= command.epoch;
+  if (record !== undefined && (leaseEnded || isExpired(record, nowMs, views))) {
     record = { ...record, ...endOfHold(record, "expired"), version: record.version + 1n };
     changed = true;
     events.push({ reason: "expired", claim: record, timeMs: nowMs });
@@ -153,9 +179,10 @@ export function decideClaim(
     return done({ ok: true, claim: record }, tokenAdvanced);
   };
 
-  if (command.kind === "expire")
+  if (command.kind === "expire" || command.kind === "lease_ended")
     return record === undefined ? fail(refuse("claim_not_found")) : done({ ok: true, claim: record });
-  if (command.kind === "acquire") return acquire(record ?? emptyClaim(name), command, nowMs, apply, fail, done);
+  if (command.kind === "acquire")
+    return acquire(record ?? emptyClaim(name), command, nowMs, views.get(command.generationId), apply, fail, done);
   // 2. Every other command needs an existing claim; reading never creates one.
   if (record === undefined) return fail(refuse("claim_not_found"));
   const claim = record;
@@ -172,6 +199,8 @@ export function decideClaim(
     case "renew":
       if (claim.ownerGeneration !== command.generationId || !isHeld(claim.phase)) return fail(refuse("not_owner"));
       if (claim.fencingToken !== command.token) return fail(refuse("stale_token"));
+      // A bound claim is kept by its generation's lease: its renew answers without a change.
+      if (claim.bound) return done({ ok: true, claim });
       return apply({ expiresAtMs: nowMs + command.ttlMs, lastHeartbeatMs: nowMs, reason: "renewed" });
 
     case "prepare": {
@@ -188,13 +217,16 @@ export function decideClaim(
         if (claim.pendingSuccessor !== command.toGeneration) return fail(refuse("concurrent_transfer"));
         return done({ ok: true, claim });
       }
+      if (command.bound === true && views.get(command.toGeneration)?.live !== true)
+        return fail(noLease(command.toGeneration));
       return apply(
         {
           phase: "reserved",
           pendingSuccessor: command.toGeneration,
           transferStatus: "prepared",
           drainStatus: "complete",
-          expiresAtMs: nowMs + command.ttlMs,
+          // A bound claim keeps its owner's binding until the commit; an unbound one gets the reservation's ttl.
+          expiresAtMs: claim.bound || command.ttlMs === undefined ? claim.expiresAtMs : nowMs + command.ttlMs,
           reason: "transfer_prepared",
         },
         "transfer_prepared",
@@ -213,6 +245,8 @@ export function decideClaim(
       }
       if (claim.fencingToken !== command.expectedToken) return fail(refuse("stale_token"));
       if (claim.fencingToken >= MAX_FENCING_TOKEN) return fail(refuse("token_overflow"));
+      const hold = holdTerms(command, views.get(command.toGeneration), nowMs);
+      if (hold === undefined) return fail(noLease(command.toGeneration));
       return apply(
         {
           ownerGeneration: command.toGeneration,
@@ -223,7 +257,7 @@ export function decideClaim(
           transferStatus: "committed",
           acquiredAtMs: nowMs,
           lastHeartbeatMs: nowMs,
-          expiresAtMs: nowMs + command.ttlMs,
+          ...hold,
           reason: "transfer_committed",
         },
         "transfer_committed",
@@ -270,7 +304,29 @@ function endOfHold(claim: ClaimRecord, reason: "expired" | "released" | "evicted
     transferStatus: "",
     drainStatus: "",
     reason,
+    bound: false,
+    leaseEpoch: 0n,
   };
+}
+
+/** The refusal of a bound acquire, prepare or commit whose generation holds no live lease. */
+function noLease(generationId: string): ClaimRefusal {
+  return refuse("no_lease", `generation ${JSON.stringify(generationId)} holds no live lease`);
+}
+
+/**
+ * How a new hold is kept: bound to the generation's live epoch (its deadline the one the claim
+ * learns), or by the command's own ttl. Undefined for a bound command without a live lease.
+ */
+function holdTerms(
+  command: { bound?: boolean | undefined; ttlMs?: number | undefined },
+  view: LeaseView | undefined,
+  nowMs: number,
+): Pick<ClaimRecord, "bound" | "leaseEpoch" | "expiresAtMs"> | undefined {
+  if (command.bound === true) {
+    return view?.live === true ? { bound: true, leaseEpoch: view.epoch, expiresAtMs: view.expiresAtMs } : undefined;
+  }
+  return { bound: false, leaseEpoch: 0n, expiresAtMs: nowMs + (command.ttlMs ?? 0) };
 }
 
 /** The fencing token a command presents as its caller's, if it presents one. */
@@ -292,23 +348,39 @@ function acquire(
   claim: ClaimRecord,
   command: Extract<ClaimCommand, { kind: "acquire" }>,
   nowMs: number,
+  view: LeaseView | undefined,
   apply: (patch: Partial<ClaimRecord>, event?: ClaimEventReason, tokenAdvanced?: boolean) => ClaimStep,
   fail: (refusal: ClaimRefusal) => ClaimStep,
   done: (result: ClaimResult) => ClaimStep,
 ): ClaimStep {
+  const hold = holdTerms(command, view, nowMs);
   if (isHeld(claim.phase)) {
     if (claim.ownerGeneration !== command.generationId || command.allowEmptyOnly === true) {
       return fail(refuse("claim_held"));
     }
-    // Same owner: an extension that never shortens the lease (docs/protocol.md: reason `renewed`).
-    const expiresAtMs = Math.max(claim.expiresAtMs, nowMs + command.ttlMs);
+    if (hold === undefined) return fail(noLease(command.generationId));
+    if (hold.bound) {
+      // Bound to the live epoch already: nothing changes. Otherwise (unbound) it binds to it; an
+      // earlier epoch of its own would have expired the claim above (its view names another epoch).
+      if (claim.bound) return done({ ok: true, claim });
+      return apply({ ...hold, lastHeartbeatMs: nowMs, reason: "renewed" });
+    }
+    // Same owner: an extension that never shortens the lease (docs/protocol.md: reason `renewed`);
+    // a bound claim becomes unbound, kept by this ttl again.
+    const expiresAtMs = claim.bound ? hold.expiresAtMs : Math.max(claim.expiresAtMs, hold.expiresAtMs);
     // Nothing would change (same deadline, heartbeat and reason): not a persisted change, so
     // no version bump (docs/protocol.md: version +1 on every persisted change).
-    if (expiresAtMs === claim.expiresAtMs && claim.reason === "renewed" && claim.lastHeartbeatMs === nowMs) {
+    if (
+      !claim.bound &&
+      expiresAtMs === claim.expiresAtMs &&
+      claim.reason === "renewed" &&
+      claim.lastHeartbeatMs === nowMs
+    ) {
       return done({ ok: true, claim });
     }
-    return apply({ expiresAtMs, lastHeartbeatMs: nowMs, reason: "renewed" });
+    return apply({ expiresAtMs, bound: false, leaseEpoch: 0n, lastHeartbeatMs: nowMs, reason: "renewed" });
   }
+  if (hold === undefined) return fail(noLease(command.generationId));
   if (claim.fencingToken >= MAX_FENCING_TOKEN) return fail(refuse("token_overflow"));
   return apply(
     {
@@ -317,7 +389,7 @@ function acquire(
       phase: "owned",
       acquiredAtMs: nowMs,
       lastHeartbeatMs: nowMs,
-      expiresAtMs: nowMs + command.ttlMs,
+      ...hold,
       // previousOwner stays: it already names the last owner (set by release/expiry/commit).
       pendingSuccessor: "",
       transferStatus: "",

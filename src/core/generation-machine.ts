@@ -11,6 +11,10 @@
  * - A patch to the current state is always legal (also in a final state, so a retried
  *   "retire" succeeds) and only updates `reason` and `updatedAtMs`.
  * - `updatedAtMs` never decreases, even if the clock steps back.
+ * - The lease (core/generation-lease.ts): every command first applies the lease's lazy
+ *   expiry; a keepalive starts or extends it (`invalid_state` on a final generation); a
+ *   move to `retired` or `failed` and `lease/end` end it. A decision that ended an epoch
+ *   says so (`leaseEnded`), once, for the object to deliver to the claims it bound.
  *
  * Does not: read the clock, touch storage or know about HTTP (the Durable Object and the
  * in-memory backend wrap these decisions). Claims never consult generations.
@@ -20,11 +24,13 @@ import type { ErrorCode, ErrorEnvelope } from "../protocol/errors.ts";
 import type { WireResponse } from "../protocol/wire-response.ts";
 import type {
   GenerationRecord,
+  GenerationRecordWire,
   GenerationState,
   PatchGenerationBody,
   RegisterGenerationBody,
 } from "../protocol/generations.ts";
-import { GENERATION_STATES } from "../protocol/generations.ts";
+import { GENERATION_STATES, generationToWire } from "../protocol/generations.ts";
+import { type LeaseEnd, type LeaseStep, endLease, expireLease, keepLease } from "./generation-lease.ts";
 
 /** The reason of a freshly registered generation (the Go coordinator's `registered`). */
 export const REGISTERED_REASON = "registered";
@@ -68,7 +74,7 @@ export interface GenerationRefusal {
 
 /** What a refusal carries inside `error`: the existing record, or the refused move. */
 export interface GenerationRefusalDetails {
-  generation?: GenerationRecord;
+  generation?: GenerationRecordWire;
   from?: GenerationState;
   to?: GenerationState;
 }
@@ -78,8 +84,76 @@ export interface GenerationRefusalDetails {
  * it); `record` is what the caller answers with.
  */
 export type GenerationDecision =
-  | { ok: true; record: GenerationRecord; changed: boolean; created: boolean }
-  | { ok: false; refusal: GenerationRefusal };
+  | { ok: true; record: GenerationRecord; changed: boolean; created: boolean; leaseEnded?: LeaseEnd }
+  | { ok: false; refusal: GenerationRefusal; leaseEnded?: LeaseEnd; record?: GenerationRecord };
+
+const NOT_FOUND: GenerationDecision = {
+  ok: false,
+  refusal: { code: "generation_not_found", message: "generation not found", details: {} },
+};
+
+/**
+ * Run `decide` on the record after its lease's lazy expiry: an expiry the command revealed is
+ * kept (and reported) even when the command itself is refused, as claims do.
+ */
+function afterExpiry(
+  existing: GenerationRecord | undefined,
+  nowMs: number,
+  decide: (record: GenerationRecord, expired: LeaseStep) => GenerationDecision,
+): GenerationDecision {
+  if (existing === undefined) return NOT_FOUND;
+  const expired = expireLease(existing, nowMs);
+  const decision = decide(expired.record, expired);
+  if (expired.ended === undefined || decision.leaseEnded !== undefined) return decision;
+  if (decision.ok) return { ...decision, changed: true, leaseEnded: expired.ended };
+  return { ...decision, leaseEnded: expired.ended, record: expired.record };
+}
+
+/** A decision from a lease step on `before` (changed when the record did). */
+function leaseDecision(before: GenerationRecord, step: LeaseStep): GenerationDecision {
+  const changed = step.record !== before;
+  return step.ended === undefined
+    ? { ok: true, record: step.record, changed, created: false }
+    : { ok: true, record: step.record, changed, created: false, leaseEnded: step.ended };
+}
+
+/** Read at `nowMs`: the record with its lease's lazy expiry applied (`generation_not_found` when absent). */
+export function decideTouch(existing: GenerationRecord | undefined, nowMs: number): GenerationDecision {
+  return afterExpiry(existing, nowMs, (record) => ({ ok: true, record, changed: false, created: false }));
+}
+
+/**
+ * A keepalive of `ttlMs` (docs/protocol.md#sessions).
+ *
+ * 1. Absent: `generation_not_found`.
+ * 2. `retired` or `failed`: `invalid_state`.
+ * 3. A lease whose deadline passed ends (reason `expired`); then a live lease is extended to
+ *    at least now + ttl, or a new epoch starts with deadline now + ttl.
+ */
+export function decideKeepalive(
+  existing: GenerationRecord | undefined,
+  ttlMs: number,
+  nowMs: number,
+): GenerationDecision {
+  return afterExpiry(existing, nowMs, (record) => {
+    if (isFinalState(record.state)) {
+      return {
+        ok: false,
+        refusal: {
+          code: "invalid_state",
+          message: `a ${record.state} generation cannot hold a lease`,
+          details: { from: record.state },
+        },
+      };
+    }
+    return leaseDecision(record, keepLease(record, ttlMs, nowMs));
+  });
+}
+
+/** `lease/end`: the lease ends now, as if it expired (a generation without one: unchanged). */
+export function decideEndLease(existing: GenerationRecord | undefined, nowMs: number): GenerationDecision {
+  return afterExpiry(existing, nowMs, (record) => leaseDecision(record, endLease(record, "ended")));
+}
 
 /**
  * Register `req.id`.
@@ -105,6 +179,8 @@ export function decideRegister(
       startedAtMs: nowMs,
       updatedAtMs: nowMs,
       reason: REGISTERED_REASON,
+      leaseExpiresAtMs: 0,
+      leaseEpoch: 0n,
     };
     return { ok: true, record, changed: true, created: true };
   }
@@ -114,7 +190,7 @@ export function decideRegister(
       refusal: {
         code: "generation_exists",
         message: `generation ${JSON.stringify(req.id)} is registered by another service or instance`,
-        details: { generation: existing },
+        details: { generation: generationToWire(existing) },
       },
     };
   }
@@ -128,6 +204,7 @@ export function decideRegister(
  * 2. Same state: reason = `req.reason` when given (else kept), updated = now.
  * 3. Legal move: state = `req.state`, reason = `req.reason ?? ""`, updated = now.
  * 4. Anything else: `invalid_state` with `from` and `to`.
+ * A move to `retired` or `failed` ends the lease (its claims expire).
  *
  * @param nowMs the object's clock, epoch milliseconds
  */
@@ -136,9 +213,10 @@ export function decidePatch(
   req: PatchGenerationBody,
   nowMs: number,
 ): GenerationDecision {
-  if (existing === undefined) {
-    return { ok: false, refusal: { code: "generation_not_found", message: "generation not found", details: {} } };
-  }
+  return afterExpiry(existing, nowMs, (record) => patch(record, req, nowMs));
+}
+
+function patch(existing: GenerationRecord, req: PatchGenerationBody, nowMs: number): GenerationDecision {
   const from = existing.state;
   const to = req.state;
   if (!canTransition(from, to)) {
@@ -154,18 +232,21 @@ export function decidePatch(
   }
   // A move without a reason must not keep the previous move's reason: it would describe the wrong transition.
   const reason = from === to ? (req.reason ?? existing.reason) : (req.reason ?? "");
-  const record: GenerationRecord = {
+  const moved: GenerationRecord = {
     ...existing,
     state: to,
     reason,
     updatedAtMs: Math.max(existing.updatedAtMs, nowMs),
   };
-  return { ok: true, record, changed: true, created: false };
+  const ended = isFinalState(to) ? endLease(moved, to === "retired" ? "retired" : "failed") : { record: moved };
+  return ended.ended === undefined
+    ? { ok: true, record: ended.record, changed: true, created: false }
+    : { ok: true, record: ended.record, changed: true, created: false, leaseEnded: ended.ended };
 }
 
 /** A generation's wire response, its error details typed precisely (they cross Durable Object RPC). */
 export type GenerationWireResponse = WireResponse<
-  { generation: GenerationRecord } | ErrorEnvelope<GenerationRefusalDetails>
+  { generation: GenerationRecordWire } | ErrorEnvelope<GenerationRefusalDetails>
 >;
 
 /**
@@ -173,7 +254,7 @@ export type GenerationWireResponse = WireResponse<
  * Registration answers 200 both on creation and on a repeat (the protocol names no 201 for it).
  */
 export function generationDecisionToResponse(decision: GenerationDecision): GenerationWireResponse {
-  if (decision.ok) return { status: 200, body: { generation: decision.record } };
+  if (decision.ok) return { status: 200, body: { generation: generationToWire(decision.record) } };
   const { code, message, details } = decision.refusal;
   return { status: ERROR_STATUS[code], body: errorEnvelope(code, message, details) };
 }

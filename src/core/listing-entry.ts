@@ -9,13 +9,13 @@
  * Does not: carry anything secret (no lease ids, no tokens beyond the record's fencing token).
  */
 import type { ClaimRecordWire } from "../protocol/claims.ts";
-import type { GenerationRecord } from "../protocol/generations.ts";
+import type { GenerationRecordWire } from "../protocol/generations.ts";
 import type { CounterName, ScopeSummaryWire } from "../protocol/listing.ts";
 
 /** One object's row in the index. `key` is its listing key (name order). */
 export type IndexEntry =
   | { kind: "claim"; key: string; record: ClaimRecordWire }
-  | { kind: "generation"; key: string; record: GenerationRecord }
+  | { kind: "generation"; key: string; record: GenerationRecordWire }
   | { kind: "scope"; key: string; record: ScopeSummaryWire };
 
 /**
@@ -25,7 +25,7 @@ export type IndexEntry =
  */
 const TRAILING_FIELDS: Record<IndexEntry["kind"], readonly string[]> = {
   claim: ["expiresAtMs", "lastHeartbeatMs", "reason", "version"],
-  generation: [],
+  generation: ["leaseExpiresAtMs"],
   scope: ["leaseExpiresAtMs"],
 };
 

@@ -100,7 +100,7 @@ export class IndexOutbox {
   /** False when the listing is switched off, and for the listing's own objects. */
   readonly enabled: boolean;
   /** From the instance's name, else from the row (see the module doc); undefined until known. */
-  private namespace: string | undefined;
+  private knownNamespace: string | undefined;
   /** The instance has a name: a row staged before the namespace was stored gets it. */
   private readonly named: boolean;
   private readonly shards: number;
@@ -132,8 +132,8 @@ export class IndexOutbox {
     /** The object's kind feeds the listing (claims, generations, scopes; not the listing's own). */
     feeds: boolean,
   ) {
-    this.namespace = namespaceOf(ctx);
-    this.named = this.namespace !== undefined;
+    this.knownNamespace = namespaceOf(ctx);
+    this.named = this.knownNamespace !== undefined;
     this.shards = listingShardCount((env as { LISTING_SHARDS?: string }).LISTING_SHARDS);
     this.enabled = listingEnabled(env) && feeds;
   }
@@ -154,11 +154,21 @@ export class IndexOutbox {
        ON CONFLICT (id) DO UPDATE SET seq = seq + 1, entry = excluded.entry,
          namespace = COALESCE(NULLIF(excluded.namespace, ''), namespace)`,
       JSON.stringify(entry),
-      this.namespace ?? "",
+      this.knownNamespace ?? "",
     );
     this.lastListed = listed;
     this.hasRow = true;
     this.stagedSinceKick = true;
+  }
+
+  /**
+   * The object's namespace: from the instance's name, else from the row (an instance the
+   * runtime started without a name). Undefined when neither has it: the listing is off (no
+   * row), or the row was staged by a version that did not store it.
+   */
+  namespace(): string | undefined {
+    if (this.knownNamespace === undefined && this.enabled) this.read();
+    return this.knownNamespace;
   }
 
   /**
@@ -179,8 +189,7 @@ export class IndexOutbox {
   count(name: keyof CounterDeltas, n = 1): void {
     if (n <= 0) return;
     // An unnamed instance learns its namespace from the row (counted changes follow a commit).
-    if (this.namespace === undefined && this.enabled) this.read();
-    writeCounter(this.env, this.namespace ?? "", name, n);
+    writeCounter(this.env, this.namespace() ?? "", name, n);
     if (!this.enabled) return;
     this.pending[name] = (this.pending[name] ?? 0) + n;
   }
@@ -269,10 +278,10 @@ export class IndexOutbox {
     }
     this.hasRow = row !== undefined;
     if (row === undefined) return undefined;
-    if (row.namespace !== "") this.namespace ??= row.namespace;
+    if (row.namespace !== "") this.knownNamespace ??= row.namespace;
     else if (this.named) {
       // Staged before the namespace was stored: store it now, once, for unnamed instances to come.
-      this.ctx.storage.sql.exec("UPDATE index_outbox SET namespace = ? WHERE id = 1", this.namespace);
+      this.ctx.storage.sql.exec("UPDATE index_outbox SET namespace = ? WHERE id = 1", this.knownNamespace);
     }
     this.deliveredSeq = Math.max(this.deliveredSeq ?? 0, row.delivered_seq);
     const listed = listedFingerprint(JSON.parse(row.entry) as IndexEntry);
@@ -290,7 +299,7 @@ export class IndexOutbox {
   private async deliverOnce(): Promise<void> {
     const row = this.undelivered();
     if (row === undefined) return;
-    const namespace = this.namespace;
+    const namespace = this.namespace();
     if (namespace === undefined) {
       // Never to another namespace's shard: the object's next named start-up sends it.
       console.warn("listing delivery waits: this instance has no name and its row no namespace");

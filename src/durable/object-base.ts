@@ -64,6 +64,15 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
     this.outbox = new IndexOutbox(ctx, env, settings, this.alarms, this.meter, feeds);
   }
 
+  /**
+   * The object's namespace, however the runtime started this instance: from its name, else
+   * (started for an alarm, without one) from its listing outbox row (index-outbox.ts).
+   * Undefined when neither has it (the listing switched off, a row of an earlier version).
+   */
+  protected get namespace(): string | undefined {
+    return this.outbox.namespace();
+  }
+
   /** The object's time source (read through the settings at each use). */
   protected get clock(): Clock {
     return this.settings.clock;

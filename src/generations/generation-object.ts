@@ -1,5 +1,6 @@
 /**
- * The Durable Object of one generation, named `objectName(ns, "generation", id)`.
+ * The Durable Object of one generation, named `objectName(ns, "generation", id)`: its record,
+ * its lease (docs/protocol.md#sessions), the claims its epochs bind, and its lease channels.
  *
  * Guarantees:
  * - Every command runs the mutation template (durable/mutation.ts): load → decide (pure,
@@ -7,40 +8,98 @@
  *   other call can run in between, so concurrent registrations of one id have exactly one
  *   winner and a patch is never lost or applied on a stale record.
  * - `get` never creates anything (not even tables).
- * - The store opens at start-up (durable/object-base.ts): an object whose schema is newer
- *   than this code refuses to start. Every failure is a `ShiftlockError` (`internal` for a
- *   broken invariant such as an object addressed under another id).
- * - Methods return plain `GenerationWireResponse` data over RPC; refusals are values, not exceptions.
- *
- * - Every change stages the record for the namespace's listing in the same transaction; the
- *   outbox arms the alarm shortly after, which delivers anything still undelivered. Start-up
+ * - The lease: this instance serves the deadline it last answered; the row holds the deadline
+ *   last written and two horizons (core/generation-lease.ts). A keepalive that stays within
+ *   its horizon writes nothing; after a restart the lease is live until the horizon at the
+ *   latest (never earlier than a deadline answered), or, while a lease channel survived, until
+ *   its last ping + ttl. Pings on the channel are answered by the runtime without waking this
+ *   object; it reads their times when its alarm or a claim needs the deadline.
+ * - One alarm at the lease's deadline (only moved earlier): it ends a lease nobody kept,
+ *   re-arms for one that was kept, and retries what is owed (listing entries, lease ends).
+ * - The end of an epoch (expiry, `lease/end`, retired, failed) is committed first, then told
+ *   to the channels (which are closed) and delivered to every claim it bound
+ *   (lease-deliveries.ts), repeated until each acknowledges.
+ * - `bind` records a claim with the live epoch before the claim commits, so the end of that
+ *   epoch always reaches it; a claim that asks after the end is told the lease is not live.
+ * - Every change that the listing shows stages the record in the same transaction; start-up
  *   stages the stored record too, which writes only if the row shows something else
  *   (durable/object-base.ts).
  *
- * Does not: serve watches (generations have none), or authenticate (the router did, before
- * the object was addressed).
+ * Does not: authenticate (the router did), or decide a claim's rules (the claim object does,
+ * with the lease view answered here).
  */
 import type { GenerationWireResponse } from "../core/generation-machine.ts";
+import {
+  decideEndLease,
+  decideKeepalive,
+  decidePatch,
+  decideRegister,
+  decideTouch,
+  generationDecisionToResponse,
+} from "../core/generation-machine.ts";
+import type { GenerationDecision } from "../core/generation-machine.ts";
+import { deadlineAfterRestart, horizonAfter, leaseLive } from "../core/generation-lease.ts";
+import type { LeaseView } from "../core/claim-leases.ts";
+import { type OperationRecord, isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import { ShiftlockObject } from "../durable/object-base.ts";
+import { generationToWire } from "../protocol/generations.ts";
+import type {
+  EndLeaseBody,
+  GenerationRecord,
+  KeepaliveBody,
+  PatchGenerationBody,
+  RegisterGenerationBody,
+} from "../protocol/generations.ts";
+import { WatchedObject } from "../durable/object-base.ts";
+import { DeliveryRetry } from "../durable/delivery-retry.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import type { ObjectSettings } from "../durable/object-settings.ts";
-import type { GenerationRecord, PatchGenerationBody, RegisterGenerationBody } from "../protocol/generations.ts";
-import { decidePatch, decideRegister, generationDecisionToResponse } from "../core/generation-machine.ts";
-import type { GenerationDecision } from "../core/generation-machine.ts";
-import { GenerationStore } from "./store.ts";
+import { jsonResponse } from "../durable/websocket.ts";
+import { LeaseChannels } from "./lease-channel.ts";
+import { LeaseEndDeliveries } from "./lease-deliveries.ts";
+import { GenerationStore, type LeaseHorizons } from "./store.ts";
 
-export class GenerationObject extends ShiftlockObject {
+/** Internal query parameters of the lease channel upgrade the router forwards. */
+export const LEASE_CHANNEL_PARAMS = { id: "id", ttlMs: "ttlMs" } as const;
+
+/** How a keepalive was answered: which horizon covers it (core/generation-lease.ts). */
+type Answered = { via: "http" | "channel"; ttlMs: number };
+
+/** What one command needs besides its decision. */
+interface CommandOptions {
+  /** The operation id and fingerprint of a replayable request. */
+  operation?: { operationId: string; fingerprint: string };
+  /** A keepalive: the deadline it answers must stay covered after a restart. */
+  answered?: Answered;
+}
+
+type Loaded = { record: GenerationRecord; horizons: LeaseHorizons };
+
+function channelParams(url: URL): { id: string; ttlMs: number } | undefined {
+  const id = url.searchParams.get(LEASE_CHANNEL_PARAMS.id) ?? "";
+  const ttlMs = Number(url.searchParams.get(LEASE_CHANNEL_PARAMS.ttlMs));
+  return id === "" || !Number.isSafeInteger(ttlMs) || ttlMs <= 0 ? undefined : { id, ttlMs };
+}
+
+export class GenerationObject extends WatchedObject {
   private readonly store: GenerationStore;
+  protected override readonly watchers: LeaseChannels;
+  private readonly deliveries: LeaseEndDeliveries;
+  /** The lease deadline this instance last answered (undefined until it first read the row). */
+  private answered: { epoch: bigint; deadlineMs: number } | undefined;
 
   constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
     super(ctx, env, settings);
     this.store = new GenerationStore(ctx.storage);
+    this.watchers = new LeaseChannels(ctx, null, this.settings);
+    this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
+    const retry = new DeliveryRetry(this.alarms, () => this.clock.nowMs());
+    this.deliveries = new LeaseEndDeliveries(ctx, env, () => this.namespace ?? "", this.store, retry, this.meter);
     this.startUp(
       () => this.store.open(),
       () => {
         const stored = this.store.load();
-        if (stored !== undefined) this.stage(stored);
+        if (stored !== undefined) this.stage(stored.record);
       },
     );
   }
@@ -50,62 +109,282 @@ export class GenerationObject extends ShiftlockObject {
     return this.command(body.id, (existing, nowMs) => decideRegister(existing, body, nowMs));
   }
 
-  /** Move generation `id` to another state (see `decidePatch`). */
+  /** Move generation `id` to another state (see `decidePatch`); a final state ends the lease. */
   patch(id: string, body: PatchGenerationBody): Promise<GenerationWireResponse> {
     return this.command(id, (existing, nowMs) => decidePatch(existing, body, nowMs));
   }
 
-  /** The index delivery's safety net: deliver what a crash or a failure left behind. */
-  override async alarm(): Promise<void> {
-    this.alarms.fired();
-    await this.outbox.flush();
+  /** An HTTP keepalive (see `decideKeepalive`). */
+  keepalive(id: string, body: KeepaliveBody): Promise<GenerationWireResponse> {
+    return this.command(id, (existing, nowMs) => decideKeepalive(existing, body.ttlMs, nowMs), {
+      ...this.operation("keepalive", body),
+      answered: { via: "http", ttlMs: body.ttlMs },
+    });
   }
 
-  /** The current record, or 404 `generation_not_found`. */
-  get(id: string): GenerationWireResponse {
-    const record = this.loadFor(id);
-    if (record === undefined) {
-      return generationDecisionToResponse({
-        ok: false,
-        refusal: { code: "generation_not_found", message: "generation not found", details: {} },
-      });
-    }
-    return generationDecisionToResponse({ ok: true, record, changed: false, created: false });
+  /** `lease/end` (see `decideEndLease`). */
+  endLease(id: string, body: EndLeaseBody): Promise<GenerationWireResponse> {
+    return this.command(id, (existing, nowMs) => decideEndLease(existing, nowMs), this.operation("lease/end", body));
+  }
+
+  /** The current record with its lease's lazy expiry applied, or 404 `generation_not_found`. */
+  get(id: string): Promise<GenerationWireResponse> {
+    return this.command(id, decideTouch);
+  }
+
+  /** A claim's question: the lease as it is now (a contending acquire, a bound prepare). */
+  async leaseView(id: string): Promise<LeaseView> {
+    await this.command(id, decideTouch);
+    return this.view();
   }
 
   /**
-   * One command through the mutation template (durable/mutation.ts). A generation has no
-   * deadline and no watchers: a change is committed, then its listing delivery starts.
+   * A bound acquire or commit: record claim `claimName` with the live epoch (before the claim
+   * commits, so that epoch's end reaches it), and answer the lease.
+   */
+  async bind(id: string, claimName: string): Promise<LeaseView> {
+    await this.command(id, decideTouch);
+    const view = this.view();
+    if (view.live) this.store.bind(claimName, view.epoch);
+    return view;
+  }
+
+  /** A bound claim was released or moved on: its epoch's end need not reach it. */
+  unbind(_id: string, claimName: string, epoch: bigint): void {
+    this.store.unbind(claimName, epoch);
+  }
+
+  /** The lease channel upgrade (the router has authenticated and validated). */
+  override fetch(request: Request): Promise<Response> {
+    const params = channelParams(new URL(request.url));
+    if (params !== undefined) {
+      // Refused before upgrading, and before anything is written (a 101 cannot carry a 404).
+      const probe = decideKeepalive(this.load(params.id)?.record, params.ttlMs, this.clock.nowMs());
+      if (!probe.ok) {
+        const answer = generationDecisionToResponse(probe);
+        return Promise.resolve(jsonResponse(answer.status, answer.body));
+      }
+    }
+    return this.upgrade(request, params, "generation", async ({ id, ttlMs }, server) => {
+      const answer = this.command(id, (existing, nowMs) => decideKeepalive(existing, ttlMs, nowMs), {
+        answered: { via: "channel", ttlMs },
+      });
+      // The keepalive committed synchronously: the channel opens on the record it answered.
+      const record = this.load()?.record;
+      if (record !== undefined) this.watchers.open(server, record, ttlMs, this.clock.nowMs());
+      await answer;
+    });
+  }
+
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    this.watchers.message(ws, message, this.clock.nowMs());
+  }
+
+  /**
+   * A channel closed: its pings' times go with it, so the deadline they promised is written
+   * to the row (one row), and once no channel is left the channel horizon's slack no longer
+   * applies after a restart. Closing ends nothing: the lease runs to that deadline.
+   */
+  override webSocketClose(ws: WebSocket, code: number, reason: string, wasClean: boolean): void {
+    const current = this.load();
+    if (current !== undefined && leaseLive(current.record, this.clock.nowMs())) {
+      const record = {
+        ...current.record,
+        leaseExpiresAtMs: Math.max(current.record.leaseExpiresAtMs, this.watchers.channelDeadlineMs(ws)),
+      };
+      const othersOpen = this.ctx
+        .getWebSockets(this.watchers.tag)
+        .some((other) => other !== ws && other.readyState === WebSocket.OPEN);
+      const horizons = othersOpen ? current.horizons : { ...current.horizons, channelHorizonMs: 0 };
+      this.store.save(record, horizons, undefined, this.stage);
+      this.answered = { epoch: record.leaseEpoch, deadlineMs: record.leaseExpiresAtMs };
+    }
+    super.webSocketClose(ws, code, reason, wasClean);
+  }
+
+  /**
+   * The alarm: deliver what the listing is owed, end a lease nobody kept (its channels' last
+   * pings included), re-arm for one that was kept, and resume the lease ends still owed.
+   */
+  override async alarm(): Promise<void> {
+    this.alarms.fired();
+    await this.outbox.flush();
+    const announced = this.answered;
+    const current = this.load();
+    if (current === undefined) return;
+    await this.command(current.record.id, decideTouch);
+    const after = this.load();
+    if (after === undefined) return;
+    const { record } = after;
+    if (leaseLive(record, this.clock.nowMs())) {
+      // Pings until the next alarm promise up to its deadline + their ttl: cover them should the channels vanish.
+      this.coverChannels(after);
+      if (record.leaseExpiresAtMs !== announced?.deadlineMs) this.watchers.announce(record);
+      await this.alarms.ensure(record.leaseExpiresAtMs + 1);
+    }
+    await this.deliveries.deliver(record.id, endedThrough(record, this.clock.nowMs()));
+  }
+
+  /**
+   * One command through the mutation template (durable/mutation.ts): replayed by operation id,
+   * else decided, committed (a keepalive within its horizon commits nothing), the alarm armed
+   * at the lease deadline, the channels told of an end, and its deliveries started.
    */
   private async command(
     id: string,
     decide: (existing: GenerationRecord | undefined, nowMs: number) => GenerationDecision,
+    options: CommandOptions = {},
   ): Promise<GenerationWireResponse> {
+    const { operation } = options;
+    if (operation !== undefined) {
+      const prior = this.store.findOperation(operation.operationId);
+      if (prior !== undefined) return replay(prior, operation.fingerprint) as GenerationWireResponse;
+    }
+    const before = this.load(id);
+    const nowMs = this.clock.nowMs();
     const { step: decision, settled } = this.mutate({
-      decide: () => decide(this.loadFor(id), this.clock.nowMs()),
-      commit: (d) => {
-        if (d.ok && d.changed) this.store.save(d.record, this.stage);
+      decide: () => decide(before?.record, nowMs),
+      commit: (d) => this.commit(before, d, nowMs, options),
+      follows: (d) => d.ok || d.leaseEnded !== undefined,
+      deadlineMs: (d) =>
+        d.record !== undefined && d.record.leaseExpiresAtMs !== 0 ? d.record.leaseExpiresAtMs + 1 : undefined,
+      publish: (d) => {
+        if (d.leaseEnded !== undefined) this.watchers.end(d.leaseEnded.epoch, d.leaseEnded.reason);
+        else if (d.ok && before !== undefined && d.record.leaseExpiresAtMs > before.record.leaseExpiresAtMs) {
+          if (options.answered?.via === "http") this.watchers.announce(d.record);
+        }
       },
-      follows: (d) => d.ok && d.changed,
-      deadlineMs: () => undefined,
     });
+    if (decision.leaseEnded !== undefined) {
+      // After the commit, never awaited by the caller: the alarm retries what fails.
+      const record = decision.record ?? before?.record;
+      if (record !== undefined) void this.deliveries.deliver(id, endedThrough(record, nowMs));
+    }
     await settled;
     return generationDecisionToResponse(decision);
   }
 
-  /** Stage the record for the namespace index, inside the save's transaction. */
-  private readonly stage = (record: GenerationRecord): void => {
-    this.outbox.stage({ kind: "generation", key: record.id, record });
-  };
+  /** The commit step: write what must survive, keep what this instance serves. */
+  private commit(before: Loaded | undefined, d: GenerationDecision, nowMs: number, options: CommandOptions): void {
+    const next = d.record;
+    const response = generationDecisionToResponse(d);
+    const operation: OperationRecord | undefined =
+      options.operation !== undefined && isRememberedStatus(response.status)
+        ? { ...options.operation, response, atMs: nowMs }
+        : undefined;
+    if (next === undefined) {
+      if (operation !== undefined && before !== undefined) this.store.remember(operation);
+      return;
+    }
+    const horizons = { ...(before?.horizons ?? { httpHorizonMs: 0, channelHorizonMs: 0 }) };
+    const answered = options.answered;
+    let raised = false;
+    if (d.ok && answered !== undefined && next.leaseExpiresAtMs !== 0) {
+      // An HTTP keepalive answers its deadline; a channel's opening also promises its pings until the first alarm.
+      const covered = next.leaseExpiresAtMs + (answered.via === "channel" ? answered.ttlMs : 0);
+      const key = answered.via === "http" ? "httpHorizonMs" : "channelHorizonMs";
+      const raisedTo = horizonAfter(covered, horizons[key], answered.ttlMs);
+      if (raisedTo !== undefined) {
+        horizons[key] = raisedTo;
+        raised = true;
+      }
+    }
+    const onlyDeadline =
+      before !== undefined &&
+      sameButDeadline(before.record, next) &&
+      d.leaseEnded === undefined &&
+      !(d.ok && d.created);
+    if (!onlyDeadline || raised) this.store.save(next, horizons, operation, this.stage);
+    else if (operation !== undefined) this.store.remember(operation);
+    this.answered = { epoch: next.leaseEpoch, deadlineMs: next.leaseExpiresAtMs };
+  }
 
-  /** Load the record, checking it belongs to `id` (the object name makes this an invariant). */
-  private loadFor(id: string): GenerationRecord | undefined {
-    const record = this.store.load();
-    if (record !== undefined && record.id !== id) {
+  /** Raise the channel horizon (one row) when the pings until the next alarm would pass it. */
+  private coverChannels(current: Loaded): void {
+    if (!this.watchers.anyOpen()) return;
+    const { record } = current;
+    const ttlMs = this.watchers.maxTtlMs();
+    const raisedTo = horizonAfter(record.leaseExpiresAtMs + ttlMs, current.horizons.channelHorizonMs, ttlMs);
+    if (raisedTo === undefined) return;
+    this.store.save(record, { ...current.horizons, channelHorizonMs: raisedTo }, undefined, this.stage);
+  }
+
+  /**
+   * The record as this instance serves it: the stored row, its lease deadline the latest one
+   * this instance answered (a keepalive inside its horizon writes nothing), or, the first time
+   * an instance reads it, the restart rule's (core/generation-lease.ts); a live lease's
+   * deadline also moves to its channels' last ping + ttl.
+   */
+  private load(id?: string): Loaded | undefined {
+    const stored = this.store.load();
+    if (stored === undefined) return undefined;
+    if (id !== undefined && stored.record.id !== id) {
       throw new ShiftlockError("internal", "generation object addressed with an id it does not hold");
     }
-    return record;
+    const { record, horizons } = stored;
+    if (this.answered === undefined) {
+      const deadlineMs = deadlineAfterRestart({
+        storedDeadlineMs: record.leaseExpiresAtMs,
+        ...horizons,
+        liveChannelDeadlineMs: this.watchers.anyOpen() ? this.watchers.deadlineMs() : undefined,
+      });
+      this.answered = { epoch: record.leaseEpoch, deadlineMs };
+    }
+    let leaseExpiresAtMs = record.leaseExpiresAtMs;
+    if (leaseExpiresAtMs !== 0) {
+      const answered = this.answered.epoch === record.leaseEpoch ? this.answered.deadlineMs : 0;
+      leaseExpiresAtMs = Math.max(leaseExpiresAtMs, answered, this.watchers.deadlineMs());
+    }
+    return { record: { ...record, leaseExpiresAtMs }, horizons };
   }
+
+  /** The lease as a claim sees it, from what this instance serves now. */
+  private view(): LeaseView {
+    const record = this.load()?.record;
+    if (record === undefined) return { epoch: 0n, expiresAtMs: 0, live: false };
+    const live = leaseLive(record, this.clock.nowMs());
+    return { epoch: record.leaseEpoch, expiresAtMs: live ? record.leaseExpiresAtMs : 0, live };
+  }
+
+  /** The replay key of a lease request that carries an operation id. */
+  private operation(route: string, body: { operationId?: string | undefined }): CommandOptions {
+    return body.operationId === undefined
+      ? {}
+      : { operation: { operationId: body.operationId, fingerprint: requestFingerprint(route, body) } };
+  }
+
+  /** Stage the record for the namespace index, inside the save's transaction. */
+  private readonly stage = (record: GenerationRecord): void => {
+    this.outbox.stage({ kind: "generation", key: record.id, record: generationToWire(record) });
+  };
 }
 
-meterMethods(GenerationObject.prototype, ["register", "patch", "get", "alarm"]);
+/** The last epoch whose end is owed to its claims: the current one once it is not live. */
+function endedThrough(record: GenerationRecord, nowMs: number): bigint {
+  return leaseLive(record, nowMs) ? record.leaseEpoch - 1n : record.leaseEpoch;
+}
+
+/** True when `a` and `b` differ in nothing but the lease deadline. */
+function sameButDeadline(a: GenerationRecord, b: GenerationRecord): boolean {
+  return (
+    a.state === b.state &&
+    a.reason === b.reason &&
+    a.updatedAtMs === b.updatedAtMs &&
+    a.leaseEpoch === b.leaseEpoch &&
+    (a.leaseExpiresAtMs === 0) === (b.leaseExpiresAtMs === 0)
+  );
+}
+
+meterMethods(GenerationObject.prototype, [
+  "register",
+  "patch",
+  "keepalive",
+  "endLease",
+  "get",
+  "leaseView",
+  "bind",
+  "unbind",
+  "fetch",
+  "alarm",
+  "webSocketMessage",
+]);

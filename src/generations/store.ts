@@ -9,14 +9,24 @@
  *   "absent" without creating any, so probing random ids costs no storage.
  * - A saved record round-trips exactly (integers stay integers); a stored state this code
  *   does not know is `internal`, never guessed.
+ * - The lease (docs/protocol.md#sessions): the record's row also holds the last written
+ *   deadline and the two horizons of core/generation-lease.ts; a keepalive that stays inside
+ *   its horizon writes nothing, one that passes it writes that one row.
+ * - The bound claims: one row per claim this generation's epochs bind (`bound_claims`, with
+ *   the epoch). A claim's row is replaced when a later epoch binds it, deleted when the
+ *   claim acknowledges the end of its epoch or unbinds; rows of an epoch that ended are the
+ *   deliveries still owed, so a restart resumes them.
  *
  * Does not: decide anything (core/generation-machine.ts does).
  */
 import type { GenerationRecord } from "../protocol/generations.ts";
+import { formatCounter, sortableCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { isGenerationState } from "../core/generation-machine.ts";
+import type { OperationRecord } from "../core/claim-operations.ts";
 import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION, OUTBOX_NAMESPACE_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
+import { OPERATIONS_TABLE, OperationLog } from "../durable/operation-log.ts";
 
 /** The generation store's schema: ordered migrations, no tables until the first write. */
 const GENERATION_SCHEMA: StoreSchema = {
@@ -38,10 +48,30 @@ const GENERATION_SCHEMA: StoreSchema = {
     OUTBOX_MIGRATION,
     // 3: the outbox remembers what its shard acknowledged (no re-send after a restart).
     OUTBOX_DELIVERED_MIGRATION,
-    // 4: the outbox keeps the object's namespace (an instance started without a name delivers).
+    // 4: the generation's lease, the claims its epochs bind, and operation-id replay.
+    `ALTER TABLE generation ADD COLUMN lease_epoch TEXT NOT NULL DEFAULT '0';
+     ALTER TABLE generation ADD COLUMN lease_expires_at_ms INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE generation ADD COLUMN http_horizon_ms INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE generation ADD COLUMN channel_horizon_ms INTEGER NOT NULL DEFAULT 0;
+     -- epoch: 20 zero-padded digits (text order = numeric order)
+     CREATE TABLE IF NOT EXISTS bound_claims (name TEXT PRIMARY KEY, epoch TEXT NOT NULL) WITHOUT ROWID;
+     ${OPERATIONS_TABLE};`,
+    // 5: the outbox keeps the object's namespace (an instance started without a name delivers).
     OUTBOX_NAMESPACE_MIGRATION,
   ],
 };
+
+/** The horizons persisted with the lease (core/generation-lease.ts `LeaseEvidence`). */
+export interface LeaseHorizons {
+  httpHorizonMs: number;
+  channelHorizonMs: number;
+}
+
+/** A claim bound to an epoch of this generation. */
+export interface BoundClaim {
+  name: string;
+  epoch: bigint;
+}
 
 interface GenerationRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -51,20 +81,30 @@ interface GenerationRow extends Record<string, SqlStorageValue> {
   started_at_ms: number;
   updated_at_ms: number;
   reason: string;
+  lease_epoch: string;
+  lease_expires_at_ms: number;
+  http_horizon_ms: number;
+  channel_horizon_ms: number;
 }
 
 export class GenerationStore extends MigratedStore {
+  private readonly operations: OperationLog;
+
   constructor(storage: DurableObjectStorage) {
     super(storage, GENERATION_SCHEMA);
+    this.operations = new OperationLog(this.sql);
   }
 
-  /** The stored record, or undefined when none was ever registered here. */
-  load(): GenerationRecord | undefined {
+  /**
+   * The stored record (its `leaseExpiresAtMs` the deadline last written) with its horizons, or
+   * undefined when none was ever registered here.
+   */
+  load(): { record: GenerationRecord; horizons: LeaseHorizons } | undefined {
     if (!this.schema.ready) return undefined;
     const row = this.sql.exec<GenerationRow>("SELECT * FROM generation LIMIT 1").toArray().at(0);
     if (row === undefined) return undefined;
     if (!isGenerationState(row.state)) throw new ShiftlockError("internal", `stored generation has unknown state`);
-    return {
+    const record: GenerationRecord = {
       id: row.id,
       service: row.service,
       instanceId: row.instance_id,
@@ -72,18 +112,32 @@ export class GenerationStore extends MigratedStore {
       startedAtMs: row.started_at_ms,
       updatedAtMs: row.updated_at_ms,
       reason: row.reason,
+      leaseExpiresAtMs: row.lease_expires_at_ms,
+      leaseEpoch: BigInt(row.lease_epoch),
     };
+    return { record, horizons: { httpHorizonMs: row.http_horizon_ms, channelHorizonMs: row.channel_horizon_ms } };
   }
 
-  /** Insert or replace the record, and stage it for the index, in one transaction (creating the schema first). */
-  save(record: GenerationRecord, stage?: (record: GenerationRecord) => void): void {
+  /**
+   * Insert or replace the record with its horizons, remember the operation (if any), and stage
+   * the record for the index, in one transaction (creating the schema first).
+   */
+  save(
+    record: GenerationRecord,
+    horizons: LeaseHorizons,
+    operation?: OperationRecord,
+    stage?: (record: GenerationRecord) => void,
+  ): void {
     this.write(() => {
       this.sql.exec(
-        `INSERT INTO generation (id, service, instance_id, state, started_at_ms, updated_at_ms, reason)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO generation (id, service, instance_id, state, started_at_ms, updated_at_ms, reason,
+           lease_epoch, lease_expires_at_ms, http_horizon_ms, channel_horizon_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET
          service = excluded.service, instance_id = excluded.instance_id, state = excluded.state,
-         started_at_ms = excluded.started_at_ms, updated_at_ms = excluded.updated_at_ms, reason = excluded.reason`,
+         started_at_ms = excluded.started_at_ms, updated_at_ms = excluded.updated_at_ms, reason = excluded.reason,
+         lease_epoch = excluded.lease_epoch, lease_expires_at_ms = excluded.lease_expires_at_ms,
+         http_horizon_ms = excluded.http_horizon_ms, channel_horizon_ms = excluded.channel_horizon_ms`,
         record.id,
         record.service,
         record.instanceId,
@@ -91,8 +145,54 @@ export class GenerationStore extends MigratedStore {
         record.startedAtMs,
         record.updatedAtMs,
         record.reason,
+        formatCounter(record.leaseEpoch),
+        record.leaseExpiresAtMs,
+        horizons.httpHorizonMs,
+        horizons.channelHorizonMs,
       );
+      if (operation !== undefined) this.operations.remember(operation);
       stage?.(record);
     });
+  }
+
+  /** Remember an operation's answer alone (a refusal, or a success that wrote nothing else). */
+  remember(operation: OperationRecord): void {
+    this.write(() => this.operations.remember(operation));
+  }
+
+  /** The stored operation record for `operationId`, if still retained. */
+  findOperation(operationId: string): OperationRecord | undefined {
+    return this.schema.ready ? this.operations.find(operationId) : undefined;
+  }
+
+  /** Record that `epoch` binds claim `name` (one row; none when it already does). */
+  bind(name: string, epoch: bigint): void {
+    this.write(() => {
+      this.sql.exec(
+        `INSERT INTO bound_claims (name, epoch) VALUES (?, ?)
+         ON CONFLICT (name) DO UPDATE SET epoch = excluded.epoch WHERE epoch <> excluded.epoch`,
+        name,
+        sortableCounter(epoch),
+      );
+    });
+  }
+
+  /** Forget claim `name` if an epoch up to `epoch` binds it (its acknowledgement, or its release). */
+  unbind(name: string, epoch: bigint): void {
+    if (!this.schema.ready) return;
+    this.sql.exec("DELETE FROM bound_claims WHERE name = ? AND epoch <= ?", name, sortableCounter(epoch));
+  }
+
+  /** Claims bound to an epoch up to `epoch` (the deliveries owed once it ended), at most `limit`. */
+  boundThrough(epoch: bigint, limit: number): BoundClaim[] {
+    if (!this.schema.ready) return [];
+    return this.sql
+      .exec<{ name: string; epoch: string }>(
+        "SELECT name, epoch FROM bound_claims WHERE epoch <= ? LIMIT ?",
+        sortableCounter(epoch),
+        limit,
+      )
+      .toArray()
+      .map((row) => ({ name: row.name, epoch: BigInt(row.epoch) }));
   }
 }

@@ -46,7 +46,7 @@ export class IndexShard extends ShiftlockObject {
   /** Counters accepted and not yet forwarded (see the module doc). */
   private counters: CounterDeltas = {};
   /** The shard's namespace (see the module doc); undefined while unknown. */
-  private namespace: string | undefined;
+  private knownNamespace: string | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -55,15 +55,21 @@ export class IndexShard extends ShiftlockObject {
       this.store.open();
       this.counters = this.store.takeLegacyCounters();
       const stored = this.store.namespace();
-      this.namespace = namespaceOf(ctx) ?? stored;
-      if (this.namespace !== undefined && this.namespace !== stored) this.store.rememberNamespace(this.namespace);
+      this.knownNamespace = namespaceOf(ctx) ?? stored;
+      if (this.knownNamespace !== undefined && this.knownNamespace !== stored)
+        this.store.rememberNamespace(this.knownNamespace);
     });
+  }
+
+  /** From the shard's name, its `meta`, or a delivery (a shard has no outbox row). */
+  protected override get namespace(): string | undefined {
+    return this.knownNamespace;
   }
 
   /** Accept one object's delivery; forwarding follows within {@link FORWARD_MS}. */
   async apply(delivery: IndexDelivery): Promise<void> {
-    if (this.namespace === undefined && delivery.namespace !== undefined) {
-      this.namespace = delivery.namespace;
+    if (this.knownNamespace === undefined && delivery.namespace !== undefined) {
+      this.knownNamespace = delivery.namespace;
       this.store.rememberNamespace(delivery.namespace);
     }
     if (delivery.entry !== undefined) this.store.accept(delivery.entry);
@@ -79,12 +85,12 @@ export class IndexShard extends ShiftlockObject {
 
   /** Forward everything pending now, in batches (the alarm; tests settle the listing with it). */
   async forward(): Promise<void> {
-    if (this.namespace === undefined) {
+    if (this.knownNamespace === undefined) {
       // Never to another namespace's index: the next delivery or named start-up tells it.
       console.warn("listing forward waits: this shard has no name and no stored namespace");
       return;
     }
-    const index = this.env.INDEX.getByName(objectName(this.namespace, "index"));
+    const index = this.env.INDEX.getByName(objectName(this.knownNamespace, "index"));
     for (;;) {
       const entries = this.store.take(FORWARD_BATCH);
       const counters = this.counters;

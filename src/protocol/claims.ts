@@ -59,6 +59,11 @@ export const claimRecordSchema = z.object({
   lastHeartbeatMs: epochMsSchema,
   reason: z.enum(CLAIM_REASONS),
   version: counterSchema,
+  bound: z
+    .boolean()
+    .default(false)
+    .describe("held under its owner generation's lease (docs/protocol.md#sessions), not a deadline of its own"),
+  leaseEpoch: counterSchema.default(0n).describe("the owner's lease epoch a bound claim belongs to; 0 when unbound"),
 });
 /** The claim record as code sees it (counters as bigint). */
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
@@ -75,34 +80,61 @@ export const claimToWire: (record: ClaimRecord) => ClaimRecordWire = encodeOnce(
 
 const operationId = nameSchema.optional().describe("client-chosen id; a retry with the same id replays the response");
 
-export const acquireBodySchema = z.strictObject({
-  generationId: nameSchema,
-  ttlMs: ttlMsSchema,
-  allowEmptyOnly: z.boolean().optional(),
-  operationId,
-});
+/** `bound: true` instead of `ttlMs`: hold under the generation's lease (docs/protocol.md#sessions). */
+const bound = z
+  .boolean()
+  .optional()
+  .describe("true: held under the generation's lease instead of ttlMs (the two are exclusive)");
+
+/**
+ * Exactly one of `ttlMs` and `bound: true` (docs/protocol.md#sessions): both, or neither, is
+ * `invalid_request` naming the field.
+ */
+function ttlOrBound(body: { ttlMs?: number | undefined; bound?: boolean | undefined }, ctx: z.RefinementCtx): void {
+  if (body.bound === true && body.ttlMs !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["bound"], message: "bound: true and ttlMs are exclusive" });
+  } else if (body.bound !== true && body.ttlMs === undefined) {
+    ctx.addIssue({ code: "custom", path: ["ttlMs"], message: "ttlMs is required unless bound is true" });
+  }
+}
+
+export const acquireBodySchema = z
+  .strictObject({
+    generationId: nameSchema,
+    ttlMs: ttlMsSchema.optional(),
+    bound,
+    allowEmptyOnly: z.boolean().optional(),
+    operationId,
+  })
+  .superRefine(ttlOrBound);
 export const renewBodySchema = z.strictObject({
   generationId: nameSchema,
   token: counterSchema,
   ttlMs: ttlMsSchema,
   operationId,
 });
-export const prepareBodySchema = z.strictObject({
-  fromGeneration: nameSchema,
-  // "" or a valid name: the machine answers the protocol's `invalid_request` for "" (and for = from)
-  // after the ownership checks; anything else that is not a name is rejected up front.
-  toGeneration: z.union([z.literal(""), nameSchema]),
-  token: counterSchema,
-  ttlMs: ttlMsSchema,
-  operationId,
-});
-export const commitBodySchema = z.strictObject({
-  fromGeneration: nameSchema,
-  toGeneration: nameSchema,
-  expectedToken: counterSchema,
-  ttlMs: ttlMsSchema,
-  operationId,
-});
+export const prepareBodySchema = z
+  .strictObject({
+    fromGeneration: nameSchema,
+    // "" or a valid name: the machine answers the protocol's `invalid_request` for "" (and for = from)
+    // after the ownership checks; anything else that is not a name is rejected up front.
+    toGeneration: z.union([z.literal(""), nameSchema]),
+    token: counterSchema,
+    ttlMs: ttlMsSchema.optional(),
+    bound,
+    operationId,
+  })
+  .superRefine(ttlOrBound);
+export const commitBodySchema = z
+  .strictObject({
+    fromGeneration: nameSchema,
+    toGeneration: nameSchema,
+    expectedToken: counterSchema,
+    ttlMs: ttlMsSchema.optional(),
+    bound,
+    operationId,
+  })
+  .superRefine(ttlOrBound);
 export const abortBodySchema = z.strictObject({
   fromGeneration: nameSchema,
   toGeneration: nameSchema,

@@ -1,8 +1,18 @@
 /**
- * The generation routes of docs/protocol.md#generations, declared once (see route.ts).
+ * The generation routes of docs/protocol.md#generations and the generation's lease
+ * (docs/protocol.md#sessions), declared once (see route.ts).
  */
 import { z } from "zod";
-import { generationResponseSchema, patchGenerationBodySchema, registerGenerationBodySchema } from "./generations.ts";
+import {
+  endLeaseBodySchema,
+  generationResponseSchema,
+  keepaliveBodySchema,
+  leaseChannelClientMessageSchema,
+  leaseChannelQuerySchema,
+  leaseChannelServerMessageSchema,
+  patchGenerationBodySchema,
+  registerGenerationBodySchema,
+} from "./generations.ts";
 import { defineRoute } from "./route.ts";
 
 export const registerGeneration = defineRoute({
@@ -52,4 +62,65 @@ export const updateGeneration = defineRoute({
   repeatable: "always",
 });
 
-export const GENERATION_ROUTES = [registerGeneration, getGeneration, updateGeneration] as const;
+export const keepaliveGeneration = defineRoute({
+  operationId: "keepaliveGeneration",
+  tag: "generations",
+  summary: "Start the generation's lease, or extend it to at least now + ttlMs",
+  description:
+    "The first keepalive, or one after the lease expired or ended, starts a lease with the next leaseEpoch " +
+    "(binding nothing the previous epoch held); later ones extend leaseExpiresAtMs, never shorten it. A " +
+    "keepalive touches no claim and no listing entry. retired and failed generations answer invalid_state.",
+  method: "POST",
+  path: "/v1/ns/{ns}/generations/{id}/keepalive",
+  role: "write",
+  body: keepaliveBodySchema,
+  status: 200,
+  response: generationResponseSchema,
+  errors: ["generation_not_found", "invalid_state", "operation_id_conflict"],
+  repeatable: "always",
+  heartbeat: true,
+});
+
+export const endGenerationLease = defineRoute({
+  operationId: "endGenerationLease",
+  tag: "generations",
+  summary: "End the generation's lease now (its bound claims expire)",
+  description:
+    "As if the lease expired: every claim bound to it expires with reason expired, and the lease channel hears " +
+    "ended. A generation without a live lease answers 200 unchanged.",
+  method: "POST",
+  path: "/v1/ns/{ns}/generations/{id}/lease/end",
+  role: "write",
+  body: endLeaseBodySchema,
+  status: 200,
+  response: generationResponseSchema,
+  errors: ["generation_not_found", "operation_id_conflict"],
+  repeatable: "always",
+});
+
+export const generationLeaseChannel = defineRoute({
+  operationId: "generationLeaseChannel",
+  tag: "generations",
+  summary: "Keep the generation's lease over a WebSocket",
+  description:
+    "Opening the channel is a keepalive with ttlMs; each {type:ping} is one more (answered {type:pong} by the " +
+    "platform without waking the object). The first message is {type:generation}; {type:lease} tells a moved " +
+    "deadline, {type:ended} the lease's end (then the server closes). Closing the channel ends nothing: the " +
+    "lease runs to its deadline.",
+  method: "GET",
+  path: "/v1/ns/{ns}/generations/{id}/lease",
+  role: "write",
+  query: leaseChannelQuerySchema,
+  status: 101,
+  errors: ["generation_not_found", "invalid_state", "rate_limited"],
+  websocket: { server: leaseChannelServerMessageSchema, client: leaseChannelClientMessageSchema },
+});
+
+export const GENERATION_ROUTES = [
+  registerGeneration,
+  getGeneration,
+  updateGeneration,
+  keepaliveGeneration,
+  endGenerationLease,
+  generationLeaseChannel,
+] as const;

@@ -17,10 +17,15 @@
  *   `dev-admin-token`, admin, every namespace); a deployment never has it (wrangler.toml does not, see docs/auth.md).
  *   `CORS_ORIGINS` is `*`, so a page on any local origin can call it (docs/protocol.md#browsers-and-cors).
  * - `close()` stops the front, then workerd; nothing keeps running.
+ * - A port another process listens on rejects with {@link PortInUseError} before workerd
+ *   starts (a second server on the same state directory would run its pending alarms too);
+ *   a port taken in the moment between that check and the front's listen rejects the same
+ *   way, after workerd was stopped again.
  *
  * Does not: bundle the Worker (the caller passes `wrangler deploy --dry-run` output) or
  * reload on change (`npm run dev` does).
  */
+import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { Miniflare } from "miniflare";
 import type { WorkerOptions } from "miniflare";
@@ -64,8 +69,20 @@ export interface LocalServer {
   close(): Promise<void>;
 }
 
+/** The public port is taken (`EADDRINUSE`): most likely another `npm start`. */
+export class PortInUseError extends Error {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+  ) {
+    super(`${host}:${port} is in use`);
+    this.name = "PortInUseError";
+  }
+}
+
 /** Start workerd and the front; resolves once both serve. */
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
+  await ensurePortFree(options.host, options.port);
   const { name, workerOptions } = readWranglerConfig(options.configPath ?? "wrangler.toml");
   const bundleDir = resolve(options.bundleDir);
   const mf = new Miniflare({
@@ -101,8 +118,22 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     };
   } catch (err) {
     await mf.dispose();
-    throw err;
+    throw isAddressInUse(err) ? new PortInUseError(options.host, options.port) : err;
   }
+}
+
+function isAddressInUse(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE";
+}
+
+/** Listen on the port for a moment: rejects with PortInUseError when someone else does. Port 0 is always free. */
+async function ensurePortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((done, fail) => {
+    probe.once("error", (err) => fail(isAddressInUse(err) ? new PortInUseError(host, port) : err));
+    probe.listen(port, host, () => probe.close(() => done()));
+  });
 }
 
 /**

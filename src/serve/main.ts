@@ -10,14 +10,15 @@
  * Prints `shiftlock listening on <url>` once it serves, then the addresses of the API (with
  * its dev token), the dashboard (`/ui`) and the API reference (`/docs`). SIGINT and SIGTERM
  * close the front and workerd and exit 0; a second signal exits at once. Unknown options are
- * errors (exit 2). `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index
+ * errors (exit 2). A port already in use (another `npm start`) prints one line saying so and
+ * what to do, and exits 1 without starting workerd. `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index
  * feeding: the bench's comparison, docs/listing.md); on by default, as deployed.
  * `--listing-shards N` sets `LISTING_SHARDS` (docs/listing.md); `--object-meter on` sets
  * `OBJECT_METER = "on"`: one JSON line per Durable Object call (the scale model's counts,
  * docs/scale.md).
  */
 import { parseArgs } from "node:util";
-import { startLocalServer } from "./local-server.ts";
+import { PortInUseError, startLocalServer } from "./local-server.ts";
 
 function usage(message: string): never {
   console.error(`shiftlock serve: ${message}`);
@@ -79,6 +80,12 @@ const server = await startLocalServer({
     OBJECT_METER: objectMeter,
     ...(shards === undefined ? {} : { LISTING_SHARDS: shards }),
   },
+}).catch((err: unknown) => {
+  if (!(err instanceof PortInUseError)) throw err;
+  console.error(
+    `shiftlock serve: port ${err.port} on ${err.host} is in use (another npm start?): stop that server, or serve on another port with npm start -- --port ${err.port + 1}`,
+  );
+  process.exit(1);
 });
 process.stdout.write(
   [

@@ -13,6 +13,7 @@ import type { ShiftlockError } from "../../src/protocol/errors.ts";
 import { expectCode, fixtureRunner, MINUTE, type ClaimsFixture } from "./claims-suite-helpers.ts";
 import { runBatchChecks } from "./claims-suite-batch.ts";
 import { runEvictChecks } from "./claims-suite-evict.ts";
+import { runSessionChecks } from "./claims-suite-sessions.ts";
 import { runListingChecks } from "./claims-suite-listing.ts";
 import { runRuleChecks } from "./claims-suite-rules.ts";
 import { runWatchChecks } from "./claims-suite-watch.ts";
@@ -273,5 +274,6 @@ export function runClaimsContract(
     runListingChecks(withFixture);
     runWatchChecks(withFixture);
     runEvictChecks(withFixture);
+    runSessionChecks(withFixture);
   });
 }

@@ -68,7 +68,7 @@ describe("shiftlock (process)", { timeout: 120_000 }, () => {
     expect(names).toEqual(["a", "b", "c"]);
   });
 
-  it("exits 1 with the code named for a refusal, 2 for usage, 3 naming the URL when the server is unreachable", async () => {
+  it("exits 1 with the code named for a refusal, 2 for usage (a URL without a scheme too), 3 naming the URL when the server is unreachable (code `unreachable` with --json)", async () => {
     const claim = `cli-${crypto.randomUUID()}`;
     await shiftlock(["claims", "acquire", claim, "--generation", "g1"]);
     const stale = await shiftlock(["claims", "release", claim, "--generation", "g1", "--fencing-token", "5"]);
@@ -87,6 +87,12 @@ describe("shiftlock (process)", { timeout: 120_000 }, () => {
     const down = await shiftlock(["claims", "get", claim, "--url", url]);
     expect(down.code).toBe(3);
     expect(down.stderr).toContain(`cannot reach ${url} (connect ECONNREFUSED`);
+    const downJson = await shiftlock(["claims", "get", claim, "--url", url, "--json"]);
+    expect(downJson.code).toBe(3);
+    expect(JSON.parse(downJson.stderr)).toMatchObject({ error: { code: "unreachable", url } });
+    const noScheme = await shiftlock(["claims", "get", claim, "--url", url.replace("http://", "")]);
+    expect(noScheme.code).toBe(2);
+    expect(noScheme.stderr).toContain(`--url must be an http:// or https:// URL`);
     const missing = await shiftlock(["claims", "get", `never-${crypto.randomUUID()}`]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain(`no such claim in namespace "${cliEnv()["SHIFTLOCK_NAMESPACE"]}"`);

@@ -4,8 +4,9 @@
 // row (and in the claim's timeline, which opens with the history from before the page
 // loaded) without reloading; a claim kept by renewals (which send no event) never reads
 // "expired"; durations read as people read them; a coord row names its holder; a refused
-// token returns to the token form with the reason. Also takes the screenshot the README
-// shows (docs/dashboard.png) when SHIFTLOCK_SCREENSHOT=1.
+// token returns to the token form with the reason; disabled paging buttons look disabled,
+// the filter row lines up, and at 400 px the tables scroll in their boxes, not the page.
+// Also takes the screenshot the README shows (docs/dashboard.png) when SHIFTLOCK_SCREENSHOT=1.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { HttpClaimsBackend } from "../../src/client/index.ts";
@@ -113,7 +114,8 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     const request = { claimName: "shard-1", fromGeneration: "gen-a", toGeneration: "gen-b", ttlMs: TTL_MS };
     await claims.prepareTransfer({ ...request, token: current.fencingToken });
     await rowShows("shard-1", "data-successor", "gen-b");
-    expect(await page.textContent(`tr[data-name="shard-1"] td:nth-child(4)`)).toContain("→ gen-b");
+    // As docs/dashboard.md says: the phase, then the successor it is reserved for.
+    expect(await page.textContent(`tr[data-name="shard-1"] td:nth-child(4)`)).toBe("reserved → gen-b");
     const committed = await claims.commitTransfer({ ...request, expectedToken: current.fencingToken });
     await rowShows("shard-1", "data-owner", "gen-b");
     await rowShows("shard-1", "data-token", committed.fencingToken.toString());
@@ -192,6 +194,65 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     expect(whileOwned.filter((entry) => /expired/.test(entry))).toEqual([]);
     expect(await page.textContent(`tr[data-name="${claimName}"] td:nth-child(6)`)).toBe("expired");
     expect(errors).toEqual([]);
+  });
+
+  it("shows disabled Previous/Next as disabled, and lines the filter row's controls up", async () => {
+    // One page of claims: neither Previous nor Next can be pressed, and neither looks pressable.
+    await page.waitForSelector("#prev-page:disabled");
+    await page.waitForSelector("#next-page:disabled");
+    // (In the page, as a script: the test's own types know no DOM.)
+    const look = (selector: string) =>
+      page.evaluate<{ cursor: string; background: string; color: string }>(`(() => {
+        const style = getComputedStyle(document.querySelector(${JSON.stringify(selector)}));
+        return { cursor: style.cursor, background: style.backgroundColor, color: style.color };
+      })()`);
+    const enabled = await look("#claim-filters button[type=submit]");
+    for (const selector of ["#prev-page", "#next-page"]) {
+      const disabled = await look(selector);
+      expect(disabled.cursor, selector).toBe("not-allowed");
+      expect(disabled.background, selector).not.toBe(enabled.background);
+      expect(disabled.color, selector).not.toBe(enabled.color);
+    }
+    // Prefix, phase, owner and Apply share one top and one bottom edge.
+    const boxes = await Promise.all(
+      ["#filter-prefix", "#filter-phase", "#filter-owner", "#claim-filters button[type=submit]"].map(
+        async (selector) => (await page.locator(selector).boundingBox())!,
+      ),
+    );
+    for (const box of boxes) {
+      expect(box.y).toBeCloseTo(boxes[0]!.y, 0);
+      expect(box.y + box.height).toBeCloseTo(boxes[0]!.y + boxes[0]!.height, 0);
+    }
+  });
+
+  it("at 400 px wide, scrolls each table inside its box (its last column reachable), never the page", async () => {
+    const narrow = await browser!.newPage({ viewport: { width: 400, height: 800 } });
+    await narrow.goto(`${inject("serverUrl")}/ui?ns=${namespace}#token=dev-token`);
+    await narrow.waitForSelector(`tr[data-name="payments-leader"][data-watching=true]`);
+    await narrow.waitForSelector(`#scopes-body tr`);
+    // Per table: wider than its box, and its last shown column inside the box once scrolled
+    // to the end (a phone hides the least important columns, docs/dashboard.md).
+    const layout = await narrow.evaluate(`(() => ({
+      page: document.documentElement.scrollWidth,
+      tables: Object.fromEntries([...document.querySelectorAll("#dashboard .table")].map((box) => {
+        const wide = box.scrollWidth > box.clientWidth;
+        box.scrollLeft = box.scrollWidth;
+        const shown = [...box.querySelectorAll("thead th")].filter((th) => th.getClientRects().length > 0);
+        const last = shown.at(-1).getBoundingClientRect();
+        const edge = box.getBoundingClientRect();
+        const id = box.closest("section").getAttribute("aria-labelledby");
+        return [id, { wide, lastShown: last.left >= edge.left && last.right <= edge.right + 1 }];
+      })),
+    }))()`);
+    expect(layout).toMatchObject({
+      page: 400,
+      tables: {
+        "claims-title": { wide: true, lastShown: true },
+        "generations-title": { lastShown: true },
+        "scopes-title": { lastShown: true },
+      },
+    });
+    await narrow.close();
   });
 
   it("opens every watch with a single-use ticket, never with the token", async () => {

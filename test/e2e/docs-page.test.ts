@@ -78,12 +78,52 @@ describeBrowser("the /docs API reference in headless Chromium", () => {
     }
   });
 
-  it("filters operations by what the user types", async () => {
+  it("filters operations by what the user types, and hides the sections it leaves empty", async () => {
     await page.fill("#filter", "watch");
     const visible = await attributes("details.op:not([hidden])", "data-search");
     expect(visible.length).toBeGreaterThan(0);
     expect(visible.every((text) => text.includes("watch"))).toBe(true);
+    // Per section: how many operations it shows, and whether it is shown.
+    const sections = () =>
+      page.evaluate<{ shown: boolean; ops: number }[]>(`
+        [...document.querySelectorAll("#operations > section")].map((section) => ({
+          shown: !section.hidden,
+          ops: section.querySelectorAll("details.op:not([hidden])").length,
+        }))`);
+    const filtered = await sections();
+    expect(filtered.some((section) => !section.shown)).toBe(true); // meta has no watch route
+    for (const section of filtered) expect(section.shown).toBe(section.ops > 0);
+    expect(await page.isHidden("#no-match")).toBe(true);
+    await page.fill("#filter", "no-such-operation");
+    expect((await sections()).every((section) => !section.shown)).toBe(true);
+    expect(await page.textContent("#no-match")).toBe('No operation matches "no-such-operation".');
     await page.fill("#filter", "");
+    expect((await sections()).every((section) => section.shown && section.ops > 0)).toBe(true);
+    expect(await page.isHidden("#no-match")).toBe(true);
+  });
+
+  it("shows every name parameter's limit of 256 bytes", async () => {
+    // name, in, description of every parameter row of every operation.
+    const rows = await page.evaluate<string[][]>(`
+      [...document.querySelectorAll("details.op .table tbody tr")].map((tr) =>
+        [...tr.querySelectorAll("td")].map((td) => td.textContent))`);
+    const pathNames = rows.filter(([name, where]) => where === "path" && name !== "leaseId");
+    expect(new Set(pathNames.map(([name]) => name))).toEqual(
+      new Set(["ns", "claim", "id", "volumeId", "objectStoreId", "key"]),
+    );
+    for (const [name, , , description] of pathNames)
+      expect(description, name).toMatch(/^name: 1\.\.256 bytes of UTF-8/);
+  });
+
+  it("fills every Try it form's namespace from the Namespace box, a real value", async () => {
+    expect(await page.getAttribute("#namespace", "placeholder")).toBeNull();
+    const box = await page.inputValue("#namespace");
+    expect(box).toBe("demo");
+    const forms = () =>
+      page.evaluate<string[]>(`[...document.querySelectorAll("form.try input[name=ns]")].map((i) => i.value)`);
+    expect(new Set(await forms())).toEqual(new Set([box]));
+    await page.fill("#namespace", "billing");
+    expect(new Set(await forms())).toEqual(new Set(["billing"]));
   });
 
   it("sends a request from the form with the entered token and shows the answer", async () => {

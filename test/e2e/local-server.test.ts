@@ -1,11 +1,15 @@
 // The local server as `npm start` runs it (src/serve): the Node front passes on what
-// workerd cannot see locally (a departed caller, a dot segment), and a shutdown leaves
-// nothing running.
+// workerd cannot see locally (a departed caller, a dot segment), a shutdown leaves
+// nothing running, and a second server on a taken port says so in one line.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync } from "node:fs";
 import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { expect, inject, it, vi } from "vitest";
 import WebSocket from "ws";
 import { DOT_SEGMENT_MARK } from "../../src/serve/dot-segments.ts";
-import { removeState, startServer } from "./server.ts";
+import { removeState, startCommand, startServer } from "./server.ts";
 
 const auth = { Authorization: "Bearer dev-token", "Content-Type": "application/json" };
 
@@ -91,3 +95,22 @@ it("SIGTERM closes the front and workerd: the port is free and no process of the
   expect(() => process.kill(-server.pgid, 0)).toThrow(/ESRCH/);
   removeState(server.stateDir);
 }, 60_000);
+
+it("a second server on a port in use prints one line naming the port and what to do, exits 1, and starts nothing", () => {
+  const port = Number(new URL(inject("serverUrl")).port);
+  const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-second-"));
+  const second = spawnSync(startCommand(port, stateDir), {
+    shell: true,
+    encoding: "utf8",
+    timeout: 30_000,
+    env: { ...process.env, NO_COLOR: "1" },
+  });
+  expect(second.status).toBe(1);
+  expect(second.stdout).toBe("");
+  expect(second.stderr.trimEnd().split("\n")).toEqual([
+    `shiftlock serve: port ${port} on 127.0.0.1 is in use (another npm start?): stop that server, or serve on another port with npm start -- --port ${port + 1}`,
+  ]);
+  // workerd never started on that state directory (it would run the state's pending alarms).
+  expect(readdirSync(stateDir)).toEqual([]);
+  removeState(stateDir);
+});

@@ -4,6 +4,9 @@
 // - only shiftlock and its dependencies (zod, ws) are installed: no hono, no TypeScript;
 // - a plain Node ESM program acquires, watches (sees `acquired` and `released`) and
 //   releases a claim against the e2e server;
+// - in a CommonJS project made by `npm init -y`, README's ESM snippet runs as `.mjs`, its
+//   CommonJS one as `.js`, and a CommonJS program `require()`s every entry and does the
+//   same claim cycle;
 // - a plain Node program writes once through `shiftlock/fence` and is refused once;
 // - a TypeScript program (shiftlock/client and shiftlock/fence) type-checks against the shipped .d.ts with moduleResolution
 //   `bundler` and `node16` (the repository's tsc, by path; skipLibCheck off);
@@ -36,105 +39,7 @@ import {
   runOk,
   tempDir,
 } from "./package-install.ts";
-
-const NODE_PROGRAM = `
-import WebSocket from "ws";
-import { HttpClaimsBackend } from "shiftlock/client";
-
-const [baseUrl, namespace, claimName] = process.argv.slice(2);
-const claims = new HttpClaimsBackend({ baseUrl, token: "dev-token", namespace, WebSocket });
-const watch = claims.watchClaim(claimName);
-const items = watch[Symbol.asyncIterator]();
-const snapshot = (await items.next()).value;
-const held = await claims.acquireClaim({ claimName, generationId: "node-consumer", ttlMs: 30000 });
-await claims.releaseClaim({ claimName, generationId: "node-consumer", token: held.fencingToken });
-const events = [];
-while (!events.includes("released")) {
-  const next = await items.next();
-  if (next.done) break;
-  if (next.value.type === "event") events.push(next.value.reason);
-}
-watch.close();
-await claims.close();
-console.log(JSON.stringify({ snapshot: snapshot.type, fencingToken: String(held.fencingToken), events }));
-`;
-
-const TESTING_PROGRAM = `
-import WebSocket from "ws";
-import { HttpClaimsBackend, ShiftlockError } from "shiftlock/client";
-import { startShiftlock } from "shiftlock/testing";
-
-/** Watch, acquire and release one claim; the events seen and the fencing token. */
-async function cycle(baseUrl, token) {
-  const claims = new HttpClaimsBackend({ baseUrl, token, namespace: "app-tests", WebSocket });
-  const watch = claims.watchClaim("leader");
-  const items = watch[Symbol.asyncIterator]();
-  const seen = [(await items.next()).value.type];
-  const held = await claims.acquireClaim({ claimName: "leader", generationId: "app", ttlMs: 30000 });
-  await claims.releaseClaim({ claimName: "leader", generationId: "app", token: held.fencingToken });
-  while (!seen.includes("released")) seen.push((await items.next()).value.reason);
-  watch.close();
-  await claims.close();
-  return { fencingToken: String(held.fencingToken), seen };
-}
-
-// Two servers at once: the local tokens by default, or exactly the ones given; each its own state.
-const [local, custom] = await Promise.all([
-  startShiftlock(),
-  startShiftlock({ authTokens: [{ token: "app-test-token", role: "write", namespaces: ["app-tests"] }] }),
-]);
-try {
-  const health = await (await local.fetch("/healthz")).json();
-  // The pages are part of the Worker's bundle, so the packaged Worker serves them too.
-  const dashboard = await local.fetch("/ui");
-  const page = { status: dashboard.status, type: dashboard.headers.get("content-type"), html: (await dashboard.text()).includes("<html") };
-  const first = await cycle(local.url, "dev-token");
-  const again = await cycle(local.url, "dev-token");
-  const refused = await cycle(custom.url, "dev-token").catch((err) => err instanceof ShiftlockError && err.code);
-  const fresh = await cycle(custom.url, "app-test-token");
-  console.log(JSON.stringify({ health, page, first, again, refused, fresh }));
-} finally {
-  await Promise.all([local.dispose(), custom.dispose()]);
-}
-`;
-
-/** One fenced write and one refusal through `shiftlock/fence`, as a plain Node program. */
-const FENCE_PROGRAM = `
-import { FenceRejected, MemoryFence, claimFenceKey } from "shiftlock/fence";
-
-const fence = new MemoryFence();
-const key = claimFenceKey("prod", "ledger");
-const ledger = [];
-fence.guard(key, 2n, () => ledger.push("owner 2"));
-let refused;
-try {
-  fence.guard(key, "1", () => ledger.push("stale owner 1"));
-} catch (err) {
-  refused = err instanceof FenceRejected ? err.toJSON().error : err;
-}
-console.log(JSON.stringify({ ledger, refused }));
-`;
-
-const TS_PROGRAM = `
-import { GenerationSession, MemoryClaimsBackend, ShiftlockError, hasCode, type ClaimRecord } from "shiftlock/client";
-import { FenceRejected, Fence, MemoryFence, fencedBatch, fencedPut, postgresFenced, sqliteFenced, type FenceCredential } from "shiftlock/fence";
-
-const backend = new MemoryClaimsBackend();
-const record: ClaimRecord = await backend.acquireClaim({ claimName: "a", generationId: "g", ttlMs: 1000 });
-const token: bigint = record.fencingToken;
-// @ts-expect-error a fencing token is a bigint, not a string: the types are real, not any
-const wrong: string = record.fencingToken;
-const session: Promise<GenerationSession> = GenerationSession.open({ service: "s", instanceId: "i", backend });
-const err: unknown = new ShiftlockError("claim_held", "held");
-if (hasCode(err, "claim_held")) console.log(err.code, token, wrong, session);
-const lease = await (await session).claim("a").tryAcquire();
-const credential: FenceCredential = lease.fence;
-const written: number = new MemoryFence().guard(credential.key, credential.token, () => 1);
-// @ts-expect-error a fence token is a bigint or a decimal string, not a number
-new MemoryFence().guard(credential.key, 1, () => 1);
-const refusal: FenceRejected | undefined = undefined;
-console.log(written, refusal, Fence, fencedBatch, fencedPut, postgresFenced, sqliteFenced);
-`;
+import { COMMONJS_PROGRAM, FENCE_PROGRAM, NODE_PROGRAM, TESTING_PROGRAM, TS_PROGRAM } from "./package-programs.ts";
 
 /** Compiler options of a consumer: `lib` DOM for fetch/WebSocket (as a browser or Node app has), ESNext.Disposable for `await using`. */
 function tsconfig(module: "preserve" | "node16", moduleResolution: "bundler" | "node16"): string {
@@ -312,6 +217,47 @@ describe("the installed package", { timeout: 240_000 }, () => {
     // The installed CLI finds the package's own version (lib/cli/ → package.json).
     const { version } = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
     expect((await runOk("npx", ["--no", "--", "shiftlock", "--version"], consumer, env)).stdout).toBe(`${version}\n`);
+  });
+});
+
+describe("a CommonJS project made by `npm init -y`", { timeout: 240_000 }, () => {
+  let app: string;
+  beforeAll(async () => {
+    app = tempDir("shiftlock-npm-init-");
+    await runOk("npm", ["init", "-y"], app);
+    await npmInstall(app, [tarball, "ws"]);
+  }, 300_000);
+  afterAll(() => rmSync(app, { recursive: true, force: true }));
+
+  it("is CommonJS, as README's Node section says", () => {
+    const pkg = JSON.parse(readFileSync(join(app, "package.json"), "utf8")) as { type?: string };
+    expect(pkg.type ?? "commonjs").toBe("commonjs");
+  });
+
+  it("runs README's Node snippets as written: the ESM one saved as app.mjs, the CommonJS one as app.js", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    const snippets = [...readme.matchAll(/```js\n\/\/ (app\.m?js)\b.*\n([\s\S]*?)```/g)];
+    expect(snippets.map((m) => m[1])).toEqual(["app.mjs", "app.js"]);
+    for (const [, file, code] of snippets) {
+      // The snippets leave `token` to the reader; they construct a client and stop there.
+      writeFileSync(join(app, file!), `const token = "dev-token";\n${code!}\nconsole.log(claims.constructor.name);\n`);
+      const ran = await run(process.execPath, [file!], app);
+      expect({ file, ...ran }).toEqual({ file, code: 0, stdout: "HttpClaimsBackend\n", stderr: "" });
+    }
+  });
+
+  it("require()s shiftlock/client, /fence and /testing and does a claim cycle against the server, with nothing on stderr", async () => {
+    writeFileSync(join(app, "claim-cycle.js"), COMMONJS_PROGRAM);
+    const claim = `package-cjs-${crypto.randomUUID()}`;
+    const ran = await run(process.execPath, ["claim-cycle.js", inject("serverUrl"), "e2e-package", claim], app);
+    expect(ran.stderr).toBe("");
+    expect(ran.code).toBe(0);
+    expect(JSON.parse(ran.stdout)).toEqual({
+      snapshot: "snapshot",
+      fencingToken: "1",
+      events: ["acquired", "released"],
+      entries: ["function", "function"],
+    });
   });
 });
 

@@ -214,9 +214,10 @@ describe("authorize", () => {
     }
   });
 
-  it("gives every /v1 route the role of its method — read for GET (watch included), write otherwise — but a watch ticket, which only reads, and evict, which is admin", () => {
+  it("gives every /v1 route the role of its method — read for GET (watch included), write otherwise — but a watch ticket, which only reads, the lease channel, which keeps a lease, and evict, which is admin", () => {
     for (const route of ROUTES.filter((r) => r.role !== "none")) {
-      const read = route.method === "GET" || route.operationId === "issueWatchTicket";
+      const keepsLease = route.operationId === "generationLeaseChannel";
+      const read = (route.method === "GET" && !keepsLease) || route.operationId === "issueWatchTicket";
       const expected = read ? "read" : route.path.endsWith("/evict") ? "admin" : "write";
       expect(route.role, route.operationId).toBe(expected);
     }

@@ -4,6 +4,7 @@ import { expect } from "vitest";
 import { decideClaim, emptyClaim } from "../../src/core/claim-machine.ts";
 import type { ClaimCommand, ClaimStep } from "../../src/core/claim-machine.ts";
 import type { ClaimRecord } from "../../src/protocol/claims.ts";
+import type { LeaseViews } from "../../src/core/claim-leases.ts";
 
 export const NAME = "orders";
 export const T0 = 1_000_000;
@@ -51,6 +52,8 @@ export interface Case {
   next?: Partial<ClaimRecord> | "unchanged" | "absent";
   events?: string[];
   tokenAdvanced?: boolean;
+  /** The lease views the command is decided with (bound claims). */
+  views?: LeaseViews;
 }
 
 export const acquire = (generationId: string, ttlMs = TTL, allowEmptyOnly?: boolean): ClaimCommand => ({
@@ -96,7 +99,7 @@ export const LATE = T0 + TTL + 1;
 
 /** Decide `c` and check every expectation it states, plus the invariants every step keeps. */
 export function checkCase(c: Case): void {
-  const step: ClaimStep = decideClaim(NAME, c.start, c.command, c.now ?? NOW);
+  const step: ClaimStep = decideClaim(NAME, c.start, c.command, c.now ?? NOW, c.views);
   if (c.code === undefined) {
     expect(step.result.ok ? "ok" : step.result.refusal.code).toBe("ok");
   } else {

@@ -337,13 +337,51 @@ describe("shiftlock against an HTTP server", () => {
     expect(res.code).toBe(3);
     expect(res.err).toContain("cannot reach http://127.0.0.1:8999 (connect ECONNREFUSED 127.0.0.1:8999)");
     const asJson = await down("claims", "get", "c", "--url", "http://127.0.0.1:8999", "--json");
-    expect(JSON.parse(asJson.err)).toMatchObject({ error: { network: true, url: "http://127.0.0.1:8999" } });
+    expect(asJson.code).toBe(3);
+    expect(JSON.parse(asJson.err)).toEqual({
+      error: {
+        code: "unreachable",
+        message: "cannot reach http://127.0.0.1:8999: connect ECONNREFUSED 127.0.0.1:8999",
+        url: "http://127.0.0.1:8999",
+      },
+    });
 
     const body = JSON.stringify({ error: { code: "internal", message: "boom" } });
     const failing = http(() => Promise.resolve(new Response(body, { status: 500 })));
     const failed = await failing("claims", "get", "c");
     expect(failed.code).toBe(5);
     expect(failed.err).toContain("internal: the service failed");
+  });
+
+  it("a URL without http:// or https:// is a usage mistake (exit 2), from --url or SHIFTLOCK_URL, and nothing is sent", async () => {
+    const sent: string[] = [];
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = (env: Record<string, string>): CliIo => ({
+      stdout: (t) => out.push(t),
+      stderr: (t) => err.push(t),
+      env,
+      fetch: (url) => {
+        sent.push(url);
+        return Promise.reject(new Error("nothing should be sent"));
+      },
+    });
+    expect(await main(["claims", "get", "c", "--url", "localhost:8787"], io({}))).toBe(2);
+    expect(err.join("")).toBe(
+      'shiftlock: --url must be an http:// or https:// URL such as http://127.0.0.1:8787, got "localhost:8787" (did you mean http://localhost:8787?) (see --help)\n',
+    );
+    err.length = 0;
+    expect(await main(["claims", "get", "c", "--json"], io({ SHIFTLOCK_URL: "localhost:8787" }))).toBe(2);
+    expect(JSON.parse(err.join(""))).toMatchObject({
+      error: {
+        code: "usage",
+        message: expect.stringMatching(/^SHIFTLOCK_URL must be an http:\/\/ or https:\/\/ URL/) as string,
+      },
+    });
+    // --url wins over the environment, so a good flag is not spoiled by a bad variable.
+    expect(await main(["claims", "get", "c", "--url", "http://127.0.0.1:8999"], io({ SHIFTLOCK_URL: "x" }))).toBe(3);
+    expect(sent).toEqual(["http://127.0.0.1:8999/v1/ns/default/claims/c"]);
+    expect(out).toEqual([]);
   });
 
   it("a wrong route names the URL", async () => {

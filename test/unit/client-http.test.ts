@@ -31,6 +31,8 @@ const record: ClaimRecord = {
   lastHeartbeatMs: 1_000,
   reason: "acquired",
   version: 9_007_199_254_740_993n, // 2^53 + 1
+  bound: false,
+  leaseEpoch: 0n,
 };
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {

@@ -19,6 +19,7 @@ import {
   parseChoice,
   parseDecimal,
   parseDuration,
+  parseHttpUrl,
   parseInteger,
   parseOptions,
   parseOrExit,
@@ -104,6 +105,22 @@ describe("parseOptions (the shared rule)", () => {
     expect(usageError(() => parseChoice("--server", "wrangler", ["wrangler-dev", "miniflare"]))).toBe(
       '--server must be one of wrangler-dev, miniflare, got "wrangler"',
     );
+  });
+
+  it("takes a server URL only with http:// or https://, and suggests the scheme for host:port", () => {
+    expect(parseHttpUrl("--url", undefined)).toBeUndefined();
+    for (const good of ["http://127.0.0.1:8787", "https://locks.example.com/", "http://[::1]:8787"]) {
+      expect(parseHttpUrl("--url", good)).toBe(good);
+    }
+    expect(usageError(() => parseHttpUrl("--url", "localhost:8787"))).toBe(
+      '--url must be an http:// or https:// URL such as http://127.0.0.1:8787, got "localhost:8787" (did you mean http://localhost:8787?)',
+    );
+    expect(usageError(() => parseHttpUrl("SHIFTLOCK_URL", "127.0.0.1:8787"))).toMatch(
+      /^SHIFTLOCK_URL must be .* \(did you mean http:\/\/127\.0\.0\.1:8787\?\)$/,
+    );
+    for (const bad of ["", "ws://127.0.0.1:8787", "file:///tmp/x", "http://", "locks.example.com"]) {
+      expect(usageError(() => parseHttpUrl("--url", bad))).toMatch(/^--url must be an http:\/\/ or https:\/\/ URL/);
+    }
   });
 
   it("parseOrExit prints the mistake and the usage and exits 2, or the usage and exits 0 for --help", () => {
@@ -295,11 +312,14 @@ describe("demo options", () => {
     expect(parseDemoArgs(["--rtt-ms", "50"]).rttMs).toBe(50);
   });
 
-  it("rejects a typo'd option and a malformed count", () => {
+  it("rejects a typo'd option, a malformed count and a URL without a scheme", () => {
     expect(usageError(() => parseDemoArgs(["--claim", "8"]))).toBe("unknown option --claim (did you mean --claims?)");
     expect(usageError(() => parseDemoArgs(["--claims", "0"]))).toMatch(/^--claims must be an integer ≥ 1/);
     expect(usageError(() => parseDemoArgs(["--claims"]))).toBe("--claims needs a value");
     expect(usageError(() => parseDemoArgs(["--rtt-ms", "0"]))).toMatch(/^--rtt-ms must be a number from 1 to 1000/);
+    expect(usageError(() => parseDemoArgs(["--url", "localhost:8787"]))).toMatch(
+      /^--url must be an http:\/\/ or https:\/\/ URL/,
+    );
   });
 });
 

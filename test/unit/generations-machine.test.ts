@@ -41,6 +41,8 @@ function record(state: GenerationState, overrides: Partial<GenerationRecord> = {
     startedAtMs: 1_000,
     updatedAtMs: 2_000,
     reason: "earlier",
+    leaseExpiresAtMs: 0,
+    leaseEpoch: 0n,
     ...overrides,
   };
 }
@@ -90,7 +92,15 @@ describe("decideRegister", () => {
       ok: true,
       changed: true,
       created: true,
-      record: { ...body, state: "joining", startedAtMs: 7_000, updatedAtMs: 7_000, reason: REGISTERED_REASON },
+      record: {
+        ...body,
+        state: "joining",
+        startedAtMs: 7_000,
+        updatedAtMs: 7_000,
+        reason: REGISTERED_REASON,
+        leaseExpiresAtMs: 0,
+        leaseEpoch: 0n,
+      },
     });
   });
 
@@ -112,7 +122,8 @@ describe("decideRegister", () => {
     const decision = decideRegister(existing, { id: "g1", ...other }, 9_000);
     expect(decision).toMatchObject({
       ok: false,
-      refusal: { code: "generation_exists", details: { generation: existing } },
+      // The record travels in its wire form (the lease epoch as a decimal string).
+      refusal: { code: "generation_exists", details: { generation: { ...existing, leaseEpoch: "0" } } },
     });
   });
 });
@@ -156,7 +167,7 @@ describe("generationDecisionToResponse", () => {
     const r = record("active");
     expect(generationDecisionToResponse({ ok: true, record: r, changed: false, created: false })).toEqual({
       status: 200,
-      body: { generation: r },
+      body: { generation: { ...r, leaseEpoch: "0" } },
     });
   });
 

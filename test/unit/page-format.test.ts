@@ -52,6 +52,8 @@ describe("expiryView", () => {
     lastHeartbeatMs: 0,
     reason: "acquired",
     version: 1n,
+    bound: false,
+    leaseEpoch: 0n,
   };
 
   it("counts down to a held claim's deadline", () => {

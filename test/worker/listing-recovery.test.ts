@@ -5,7 +5,8 @@
 // What such an instance commits (an expiry that fell due while nothing ran, a lapsed transfer,
 // a coord lease running out, a queue that did not survive), or finds committed and
 // undelivered, reaches the listing and /stats like any other change; a listing shard started
-// the same way forwards what it holds to its own namespace's index; rows an earlier version
+// the same way forwards what it holds to its own namespace's index, and a generation the end
+// of its lease to the claims it bound there; rows an earlier version
 // left (no namespace, a change never staged) catch up at the next start-up; and a commit
 // that rolled back leaves nothing the next one trips over.
 // Time is a manual clock far ahead of the wall clock (workerd never fires these alarms on its
@@ -208,6 +209,35 @@ describe("a generation started afresh by its alarm after a restart", () => {
     await settleListing(ns);
     expect((await listed(ns, "generations")).map((g) => [g.id, g.service])).toEqual([[id, "api"]]);
     expect((await stats(ns)).generations).toBe(1);
+  });
+});
+
+describe("an object started without a name reaches its own namespace", () => {
+  it("a generation whose lease ran out while nothing ran tells its bound claim, listed unowned", async () => {
+    const ns = unique("ns");
+    const id = unique("gen");
+    const base = `http://x/v1/ns/${encodeURIComponent(ns)}/generations`;
+    const named = () => testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
+    expect((await post(base, { id, service: "api", instanceId: "i-1" })).status).toBe(200);
+    await clockAt(named(), START_MS);
+    const kept = await post(`${base}/${encodeURIComponent(id)}/keepalive`, { ttlMs: TTL_MS });
+    expect(kept.status).toBe(200);
+    const name = unique();
+    const held = await post(claimUrl(ns, name, "/acquire"), { generationId: id, bound: true });
+    expect(held.body.claim).toMatchObject({ bound: true, ownerGeneration: id });
+    await settleListing(ns, [claimStub(ns, name), named()]);
+    expect((await stats(ns)).claimsByPhase).toMatchObject({ owned: 1 });
+
+    // The runtime starts the generation for its overdue alarm, without a name: the end of its
+    // lease goes to the claim in its own namespace.
+    const stub = await restartUnnamed(testEnv.GENERATIONS, named());
+    await fireAlarmUnnamed(stub, START_MS + 10 * TTL_MS);
+    expect((await get(claimUrl(ns, name))).body.claim).toMatchObject({ phase: "unowned", bound: false });
+    await settleListing(ns, [claimStub(ns, name)]);
+    expect(await listed(ns, "claims")).toMatchObject([{ name, phase: "unowned", previousOwner: id }]);
+    expect((await stats(ns)).claimsByPhase).toMatchObject({ unowned: 1, owned: 0 });
+    await clearAlarm(stub);
+    await clearAlarm(claimStub(ns, name));
   });
 });
 

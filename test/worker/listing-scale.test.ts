@@ -126,6 +126,8 @@ describe("listing cost does not grow with the namespace", () => {
           startedAtMs: 1,
           updatedAtMs: 1,
           reason: "",
+          leaseExpiresAtMs: 0,
+          leaseEpoch: "0",
         },
       });
       entries.push({

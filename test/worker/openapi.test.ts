@@ -69,10 +69,10 @@ describe("GET /openapi.json", () => {
   it("describes every route the Worker serves", () => {
     const missing = [...served()].filter((r) => !documented().has(r));
     expect(missing).toEqual([]);
-    // 3 meta (health, openapi, whoami) + 9 claims (evict included) + batch + 3 generations
-    // + 9 coord routes (evict included) under each of 3 scope prefixes + 3 lists and stats
-    // + watch tickets.
-    expect(served().size).toBe(48);
+    // 3 meta (health, openapi, whoami) + 9 claims (evict included) + batch + 6 generations
+    // (keepalive, lease end and the lease channel included) + 9 coord routes (evict included)
+    // under each of 3 scope prefixes + 3 lists and stats + watch tickets.
+    expect(served().size).toBe(51);
   });
 
   it("describes no route the Worker does not serve", () => {

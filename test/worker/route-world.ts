@@ -35,7 +35,8 @@ export interface JsonSchema {
 
 /**
  * A value that satisfies `schema` (the wire form of a request body), smallest choices first;
- * a field named in `overrides` takes that value instead, wherever it occurs.
+ * a field named in `overrides` takes that value instead, wherever it occurs (an optional field
+ * is included only when named there).
  */
 export function sample(schema: JsonSchema, field = "", overrides: Readonly<Record<string, unknown>> = {}): unknown {
   if (field !== "" && Object.hasOwn(overrides, field)) return overrides[field];
@@ -47,7 +48,11 @@ export function sample(schema: JsonSchema, field = "", overrides: Readonly<Recor
   switch (schema.type) {
     case "object": {
       const out: Record<string, unknown> = {};
-      for (const key of schema.required ?? []) out[key] = sample(schema.properties?.[key] ?? {}, key, overrides);
+      // Required fields, and optional ones the caller names (e.g. `ttlMs`, which `bound: true` may replace).
+      const keys = Object.keys(schema.properties ?? {}).filter(
+        (key) => (schema.required ?? []).includes(key) || Object.hasOwn(overrides, key),
+      );
+      for (const key of keys) out[key] = sample(schema.properties?.[key] ?? {}, key, overrides);
       return out;
     }
     case "array":

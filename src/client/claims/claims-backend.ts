@@ -102,6 +102,18 @@ export interface RegisterGenerationRequest {
   instanceId: string;
 }
 
+/**
+ * A keepalive of a generation's lease (docs/protocol.md#sessions): the first starts a lease
+ * (a new `leaseEpoch`), later ones extend it to at least now + `ttlMs`.
+ * @example
+ * { id: "g-42", ttlMs: 15_000 }
+ */
+export interface KeepaliveGenerationRequest {
+  id: string;
+  ttlMs: number;
+  operationId?: string | undefined;
+}
+
 export interface UpdateGenerationRequest {
   id: string;
   state: GenerationState;
@@ -161,6 +173,17 @@ export interface ClaimsBackend {
   updateGeneration(req: UpdateGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
   getClaim(claimName: string, opts?: CallOptions): Promise<ClaimRecord>;
   getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord>;
+  /**
+   * Keep the generation's lease (docs/protocol.md#sessions): resolves with the record, whose
+   * `leaseExpiresAtMs` and `leaseEpoch` say what the server promises. Claims acquired with
+   * `bound: true` stay held while the epoch they were bound to is live.
+   * @example
+   * const g = await claims.keepaliveGeneration({ id: "g-42", ttlMs: 15_000 });
+   * await claims.acquireClaim({ claimName: "billing-cron", generationId: "g-42", bound: true });
+   */
+  keepaliveGeneration(req: KeepaliveGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
+  /** End the generation's lease now: every claim bound to it expires (reason `expired`). */
+  endGenerationLease(generationId: string, opts?: CallOptions): Promise<GenerationRecord>;
   /**
    * Every claim of the namespace in UTF-8 byte order of its name, following cursors page by
    * page (docs/protocol.md#listing). Over HTTP the records come from the namespace index (up to 2 s behind).

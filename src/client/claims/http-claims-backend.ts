@@ -26,7 +26,13 @@ import { CLAIM_MUTATIONS, claimBatch, evictClaim, getClaim, watchClaim } from ".
 import type { Whoami } from "../../protocol/operators.ts";
 import { whoami } from "../../protocol/routes.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
-import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
+import {
+  endGenerationLease,
+  getGeneration,
+  keepaliveGeneration,
+  registerGeneration,
+  updateGeneration,
+} from "../../protocol/generation-routes.ts";
 import type { ClaimWatchMessage } from "../../protocol/claims.ts";
 import type { RouteBody } from "../../protocol/route.ts";
 import { listClaims, listGenerations } from "../../protocol/listing-routes.ts";
@@ -57,6 +63,7 @@ import type {
   CommitRequest,
   EvictRequest,
   GenerationRecord,
+  KeepaliveGenerationRequest,
   RegisterGenerationRequest,
   ReleaseRequest,
   RenewRequest,
@@ -200,6 +207,18 @@ export class HttpClaimsBackend implements ClaimsBackend {
   async getGeneration(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {
     this.ensureOpen();
     return (await this.transport.call(getGeneration, { params: { id: generationId } }, opts?.signal)).generation;
+  }
+
+  async keepaliveGeneration(req: KeepaliveGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
+    this.ensureOpen();
+    const input = { params: { id: req.id }, body: { ttlMs: req.ttlMs, operationId: req.operationId } };
+    return (await this.transport.call(keepaliveGeneration, input, opts?.signal)).generation;
+  }
+
+  async endGenerationLease(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {
+    this.ensureOpen();
+    const input = { params: { id: generationId }, body: {} };
+    return (await this.transport.call(endGenerationLease, input, opts?.signal)).generation;
   }
 
   /** See {@link ClaimsBackend.watchClaim}; `established` resolves once the server first answered. */

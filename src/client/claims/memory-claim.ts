@@ -15,6 +15,7 @@
  */
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { decideClaim, type ClaimCommand, type ClaimEvent } from "../../core/claim-machine.ts";
+import type { LeaseViews } from "../../core/claim-leases.ts";
 import { isPrunable, isRememberedStatus, replay, type OperationRecord } from "../../core/claim-operations.ts";
 import { planClaimReplay, RETAINED_EVENTS } from "../../core/claim-replay.ts";
 import { claimResultToResponse } from "../../core/claim-response.ts";
@@ -42,17 +43,27 @@ export class MemoryClaim {
    * Run one command. With an operation id, a known id replays (or conflicts) without
    * touching the record; otherwise the response is remembered when the protocol says so.
    */
-  run(command: ClaimCommand, nowMs: number, op?: { id: string; fingerprint: string }): WireResponse {
+  run(
+    command: ClaimCommand,
+    nowMs: number,
+    op?: { id: string; fingerprint: string },
+    views?: LeaseViews,
+  ): WireResponse {
     if (op !== undefined) {
       const known = this.operations.get(op.id);
       if (known !== undefined) return replay(known, op.fingerprint);
     }
-    const step = decideClaim(this.name, this.record, command, nowMs);
+    const step = decideClaim(this.name, this.record, command, nowMs, views);
     if (step.changed) this.record = step.next;
     for (const event of step.events) this.publish(event);
     const response = claimResultToResponse(step.result);
     if (op !== undefined && isRememberedStatus(response.status)) this.remember(op.id, op.fingerprint, response, nowMs);
     return response;
+  }
+
+  /** True when `operationId` is remembered (its retry replays without asking anything). */
+  knows(operationId: string): boolean {
+    return this.operations.has(operationId);
   }
 
   private remember(operationId: string, fingerprint: string, response: WireResponse, nowMs: number): void {

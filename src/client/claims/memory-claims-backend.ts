@@ -16,6 +16,10 @@
  * - Every call is atomic (no await between decide and save); `signal` is checked on entry.
  * - `batch(ops)` checks the batch whole as the route does, then runs each op through the
  *   same path as its single call; each op's answer (or local refusal) is its outcome.
+ * - Generation leases (docs/protocol.md#sessions) follow core/generation-lease.ts through the
+ *   same generation machine; the end of an epoch (its deadline on the injected clock,
+ *   `endGenerationLease`, a final state) reaches every claim bound to it at once, as the
+ *   object's delivery does, and bound claims ask the same lease views as the claim object.
  *
  * Does not: persist anything, close slow watchers (buffers are unbounded), or enforce
  * auth/namespaces (one backend is one namespace; every caller may evict, and `whoami`
@@ -30,22 +34,33 @@
 import { inProcess } from "../in-process.ts";
 import { commandOf } from "../../core/claim-command.ts";
 import { nextDeadlineMs } from "../../core/claim-machine.ts";
+import { type LeaseView, leasesWanted } from "../../core/claim-leases.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
 import { systemClock, type Clock } from "../../core/clock.ts";
 import {
+  decideEndLease,
+  decideKeepalive,
   decideRegister,
   decidePatch,
+  decideTouch,
   generationDecisionToResponse,
   type GenerationDecision,
 } from "../../core/generation-machine.ts";
 import { CLAIM_MUTATIONS, claimRoutePath, evictClaim, getClaim, watchClaim } from "../../protocol/claim-routes.ts";
 import type { Whoami } from "../../protocol/operators.ts";
 import { claimToWire } from "../../protocol/claims.ts";
+import { generationToWire } from "../../protocol/generations.ts";
 import { listClaims, listGenerations } from "../../protocol/listing-routes.ts";
 import { followCursors, memoryPage, type PageOptions } from "../listing.ts";
 import type { BatchOpName } from "../../protocol/claims.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
-import { getGeneration, registerGeneration, updateGeneration } from "../../protocol/generation-routes.ts";
+import {
+  endGenerationLease,
+  getGeneration,
+  keepaliveGeneration,
+  registerGeneration,
+  updateGeneration,
+} from "../../protocol/generation-routes.ts";
 import { checkPathParams, decodeAnswer, encodeBody, encodeQuery, type WireAnswer } from "../transport/route-codec.ts";
 import { WatchQueue } from "../transport/watch-queue.ts";
 import { checkBatch, encodeOp, outcomeOf, settleOp, type EncodedOp } from "./claim-batch.ts";
@@ -64,6 +79,7 @@ import type {
   CommitRequest,
   EvictRequest,
   GenerationRecord,
+  KeepaliveGenerationRequest,
   RegisterGenerationRequest,
   ReleaseRequest,
   RenewRequest,
@@ -72,6 +88,7 @@ import type {
   WatchClaimOptions,
 } from "./claims-backend.ts";
 import { MemoryClaim } from "./memory-claim.ts";
+import { MemoryGenerations } from "./memory-generations.ts";
 
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */
@@ -86,12 +103,19 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   protected readonly clock: Clock;
   private readonly claims = new Map<string, MemoryClaim>();
   private readonly timers = new Map<string, { deadline: number; controller: AbortController }>();
-  private readonly generations = new Map<string, GenerationRecord>();
+  private readonly generations: MemoryGenerations;
   private closed = false;
 
   constructor(options: MemoryClaimsBackendOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.namespace = options.namespace ?? "memory";
+    // An epoch's end reaches every claim at once, as the generation object's delivery does.
+    this.generations = new MemoryGenerations(this.clock, (generationId, ended) => {
+      for (const claim of this.claims.values()) {
+        claim.run({ kind: "lease_ended", generationId, epoch: ended.epoch }, this.clock.nowMs());
+        this.arm(claim);
+      }
+    });
   }
 
   /** The claim named `name`, created (never acquired) on first use. */
@@ -123,7 +147,14 @@ export class MemoryClaimsBackend implements ClaimsBackend {
         ? undefined
         : { id: operationId, fingerprint: requestFingerprint(claimRoutePath(op.op), body) };
     const { op: name, claimName: _claim, ...fields } = op;
-    const answer = claim.run(commandOf(name, fields), this.clock.nowMs(), replayKey);
+    const command = commandOf(name, fields);
+    const nowMs = this.clock.nowMs();
+    // The lease views the claim object would ask its generations for (core/claim-leases.ts).
+    const wanted =
+      operationId !== undefined && claim.knows(operationId) ? {} : leasesWanted(claim.record, command, nowMs);
+    const views = new Map<string, LeaseView>();
+    for (const id of [wanted.bind, wanted.peek]) if (id !== undefined) views.set(id, this.generations.view(id));
+    const answer = claim.run(command, this.clock.nowMs(), replayKey, views);
     this.arm(claim);
     return { route, answer };
   }
@@ -310,7 +341,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
           field: "generations",
           scope: { namespace: "", list: "generations", filters: [filter.service, filter.state] },
           query: { service: filter.service, state: filter.state, limit: opts.limit, cursor },
-          items: [...this.generations.values()].map((g) => ({ key: g.id, wire: g })),
+          items: this.generations.all().map((g) => ({ key: g.id, wire: generationToWire(g) })),
           keep: (g) =>
             (filter.service === undefined || g.service === filter.service) &&
             (filter.state === undefined || g.state === filter.state),
@@ -325,9 +356,30 @@ export class MemoryClaimsBackend implements ClaimsBackend {
       getGeneration,
       () => {
         checkPathParams(getGeneration, { id: generationId });
-        const record = this.generations.get(generationId);
-        if (record === undefined) throw new ShiftlockError("generation_not_found");
-        return { ok: true, record, changed: false, created: false };
+        return decideTouch(this.generations.get(generationId), this.clock.nowMs());
+      },
+      opts,
+    );
+  }
+
+  keepaliveGeneration(req: KeepaliveGenerationRequest, opts?: CallOptions): Promise<GenerationRecord> {
+    return this.generation(
+      keepaliveGeneration,
+      () => {
+        checkPathParams(keepaliveGeneration, { id: req.id });
+        encodeBody(keepaliveGeneration, { ttlMs: req.ttlMs, operationId: req.operationId });
+        return decideKeepalive(this.generations.get(req.id), req.ttlMs, this.clock.nowMs());
+      },
+      opts,
+    );
+  }
+
+  endGenerationLease(generationId: string, opts?: CallOptions): Promise<GenerationRecord> {
+    return this.generation(
+      endGenerationLease,
+      () => {
+        checkPathParams(endGenerationLease, { id: generationId });
+        return decideEndLease(this.generations.get(generationId), this.clock.nowMs());
       },
       opts,
     );
@@ -335,14 +387,19 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   /** Run a generation decision, store it, and decode its wire answer (a copy, as over HTTP). */
   private generation(
-    route: typeof registerGeneration | typeof updateGeneration | typeof getGeneration,
+    route:
+      | typeof registerGeneration
+      | typeof updateGeneration
+      | typeof getGeneration
+      | typeof keepaliveGeneration
+      | typeof endGenerationLease,
     decide: () => GenerationDecision,
     opts: CallOptions | undefined,
   ): Promise<GenerationRecord> {
     return inProcess(undefined, () => {
       this.enter(opts);
       const decision = decide();
-      if (decision.ok && decision.changed) this.generations.set(decision.record.id, decision.record);
+      this.generations.settle(decision);
       return decodeAnswer(route, generationDecisionToResponse(decision)).generation;
     });
   }
@@ -351,6 +408,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     this.closed = true;
     for (const t of this.timers.values()) t.controller.abort();
     this.timers.clear();
+    this.generations.close();
     for (const s of this.claims.values()) s.endWatchers();
     return Promise.resolve();
   }

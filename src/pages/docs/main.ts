@@ -7,6 +7,10 @@
  * - Everything it shows comes from `/openapi.json` of the same server: no CDN, no other
  *   origin, works offline. Text from the document is inserted as text, never as HTML.
  * - The title names the package version the server runs (`info.version`).
+ * - The filter shows the operations whose method, path, summary or id contain the text, and
+ *   only the sections that still hold one ("No operation matches" when none does).
+ * - Every "Try it" form's `ns` path parameter holds the namespace box's value (`demo` until
+ *   the user types another, which this tab keeps).
  * - The token the user enters is kept in `sessionStorage` (this tab only) and sent only to
  *   this origin (operation-view.ts); `/docs#token=T` stores T and removes it from the address
  *   bar.
@@ -16,6 +20,9 @@
 import { NS_KEY, TOKEN_KEY, byId, el, storedNamespace, takeTokenFromFragment, token } from "../dom.ts";
 import type { OpenApiDocument } from "./openapi.ts";
 import { operationView } from "./operation-view.ts";
+
+/** The namespace box's value until the user types another (this tab keeps theirs). */
+const DEFAULT_NAMESPACE = "demo";
 
 function render(doc: OpenApiDocument): void {
   const title = `${doc.info.title} API ${doc.info.version}`;
@@ -48,27 +55,48 @@ function render(doc: OpenApiDocument): void {
   document.body.setAttribute("data-ready", "true");
 }
 
+/** Show the operations that match `text`, and only the sections that still hold one. */
 function filter(text: string): void {
   const needle = text.trim().toLowerCase();
-  for (const d of document.querySelectorAll<HTMLElement>("details.op")) {
-    d.hidden = needle !== "" && !(d.getAttribute("data-search") ?? "").includes(needle);
+  let shown = 0;
+  for (const section of document.querySelectorAll<HTMLElement>("#operations > section")) {
+    let left = 0;
+    for (const d of section.querySelectorAll<HTMLElement>("details.op")) {
+      d.hidden = needle !== "" && !(d.getAttribute("data-search") ?? "").includes(needle);
+      if (!d.hidden) left += 1;
+    }
+    section.hidden = left === 0;
+    shown += left;
   }
+  const none = byId("no-match");
+  none.hidden = shown > 0;
+  none.textContent = shown > 0 ? "" : `No operation matches "${text.trim()}".`;
+}
+
+/** Every "Try it" form's `ns` parameter takes the page's namespace box. */
+function fillNamespace(): void {
+  for (const input of document.querySelectorAll<HTMLInputElement>("input[name=ns]")) input.value = nsInput.value;
 }
 
 takeTokenFromFragment();
 const tokenInput = byId<HTMLInputElement>("token");
 const nsInput = byId<HTMLInputElement>("namespace");
 tokenInput.value = token();
-nsInput.value = storedNamespace();
+// A real value, not a placeholder: "Try it" sends what the box holds (README's tour uses `demo`).
+nsInput.value = storedNamespace() || DEFAULT_NAMESPACE;
 tokenInput.addEventListener("input", () => sessionStorage.setItem(TOKEN_KEY, tokenInput.value));
 nsInput.addEventListener("input", () => {
   sessionStorage.setItem(NS_KEY, nsInput.value);
-  for (const input of document.querySelectorAll<HTMLInputElement>("input[name=ns]")) input.value = nsInput.value;
+  fillNamespace();
 });
 byId<HTMLInputElement>("filter").addEventListener("input", (e) => filter((e.target as HTMLInputElement).value));
 
 fetch("/openapi.json")
-  .then(async (res) => render((await res.json()) as OpenApiDocument))
+  .then(async (res) => {
+    render((await res.json()) as OpenApiDocument);
+    fillNamespace();
+    filter(byId<HTMLInputElement>("filter").value); // what was typed while it loaded
+  })
   .catch((err: unknown) => {
     byId("operations").textContent = `could not load /openapi.json: ${String(err)}`;
   });

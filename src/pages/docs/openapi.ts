@@ -12,12 +12,21 @@
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
+export interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  /** What it is and its limits (a name's: 1..256 bytes of UTF-8). */
+  description?: string;
+  schema?: Json;
+}
+
 export interface Operation {
   operationId: string;
   summary?: string;
   description?: string;
   tags?: string[];
-  parameters?: { name: string; in: string; required?: boolean; schema?: Json }[];
+  parameters?: Parameter[];
   requestBody?: { content: { "application/json": { schema: Json } } };
   responses: Record<string, JsonObject>;
   "x-shiftlock-role"?: string;

@@ -8,7 +8,7 @@
  * the status and body. Input is not validated first: the server's answer, 4xx included, is
  * the point. Everything from the document is inserted as text.
  */
-import { el, storedNamespace, token } from "../dom.ts";
+import { el, token } from "../dom.ts";
 import {
   at,
   resolve,
@@ -17,6 +17,7 @@ import {
   type Json,
   type OpenApiDocument,
   type Operation,
+  type Parameter,
 } from "./openapi.ts";
 
 function pre(value: Json): HTMLElement {
@@ -30,7 +31,6 @@ function tryForm(path: string, method: string, op: Operation): HTMLFormElement {
     const id = `${op.operationId}-${p.name}`;
     const input = el("input", { id, name: p.name, "data-in": p.in, autocomplete: "off" }) as HTMLInputElement;
     input.required = p.required === true;
-    if (p.name === "ns") input.value = storedNamespace();
     const label = `${p.name} (${p.in}${p.required === true ? ", required" : ""})`;
     form.append(el("div", { class: "field" }, [el("label", { for: id, text: label }), input]));
     return { param: p, input };
@@ -82,27 +82,39 @@ function tryForm(path: string, method: string, op: Operation): HTMLFormElement {
   return form;
 }
 
+/** A table in its scrolling box (style.css `.table`): wider than the screen, it scrolls, not the page. */
 function table(head: readonly string[], rows: readonly (readonly (string | Node)[])[]): HTMLElement {
-  return el("table", {}, [
-    el("thead", {}, [
+  const header = el("thead", {}, [
+    el(
+      "tr",
+      {},
+      head.map((text) => el("th", { text })),
+    ),
+  ]);
+  const body = el(
+    "tbody",
+    {},
+    rows.map((cells) =>
       el(
         "tr",
         {},
-        head.map((text) => el("th", { text })),
-      ),
-    ]),
-    el(
-      "tbody",
-      {},
-      rows.map((cells) =>
-        el(
-          "tr",
-          {},
-          cells.map((c) => el("td", {}, [c])),
-        ),
+        cells.map((c) => el("td", {}, [c])),
       ),
     ),
-  ]);
+  );
+  return el("div", { class: "table" }, [el("table", {}, [header, body])]);
+}
+
+/**
+ * A parameter's description — its own, else its schema's — and its schema without it, so
+ * the text shows once. A name's limit (1..256 bytes of UTF-8) is only in the description:
+ * JSON Schema's `maxLength` counts characters, not bytes.
+ */
+function describeParameter(doc: OpenApiDocument, p: Parameter): [string, Json] {
+  const schema = resolve(doc, p.schema);
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return [p.description ?? "", schema];
+  const { description, ...rest } = schema;
+  return [p.description ?? (typeof description === "string" ? description : ""), rest];
 }
 
 /** The `<details>` of one operation. */
@@ -125,13 +137,17 @@ export function operationView(doc: OpenApiDocument, path: string, method: string
     parts.push(el("h4", { text: "Parameters" }));
     parts.push(
       table(
-        ["name", "in", "required", "schema"],
-        params.map((p) => [
-          el("code", { text: p.name }),
-          p.in,
-          p.required === true ? "yes" : "no",
-          el("code", { text: JSON.stringify(resolve(doc, p.schema)) }),
-        ]),
+        ["name", "in", "required", "description", "schema"],
+        params.map((p) => {
+          const [description, schema] = describeParameter(doc, p);
+          return [
+            el("code", { text: p.name }),
+            p.in,
+            p.required === true ? "yes" : "no",
+            description,
+            el("code", { text: JSON.stringify(schema) }),
+          ];
+        }),
       ),
     );
   }
