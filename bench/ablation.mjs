@@ -125,6 +125,10 @@ const VARIANTS = [
     file: "src/listing/index-shard.ts",
     find: `  /** Accept one object's delivery; forwarding follows within {@link FORWARD_MS}. */
   async apply(delivery: IndexDelivery): Promise<void> {
+    if (this.knownNamespace === undefined && delivery.namespace !== undefined) {
+      this.knownNamespace = delivery.namespace;
+      this.store.rememberNamespace(delivery.namespace);
+    }
     if (delivery.entry !== undefined) this.store.accept(delivery.entry);
     addCounters(this.counters, delivery.counters);
     await this.alarms.ensure(this.clock.nowMs() + FORWARD_MS);
@@ -137,6 +141,10 @@ const VARIANTS = [
   private timer: ReturnType<typeof setTimeout> | undefined;
 
   async apply(delivery: IndexDelivery): Promise<void> {
+    if (this.knownNamespace === undefined && delivery.namespace !== undefined) {
+      this.knownNamespace = delivery.namespace;
+      this.store.rememberNamespace(delivery.namespace);
+    }
     addCounters(this.counters, delivery.counters);
     const entry = delivery.entry;
     if (entry === undefined) return;
@@ -152,7 +160,7 @@ const VARIANTS = [
   }
 
   private async forwardHeld(): Promise<void> {
-    const index = this.env.INDEX.getByName(objectName(identityOf(this.ctx)?.namespace ?? "", "index"));
+    const index = this.env.INDEX.getByName(objectName(this.knownNamespace ?? "", "index"));
     const entries = [...this.held.values()];
     const counters = this.counters;
     const waiting = this.waiting;

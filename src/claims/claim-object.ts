@@ -17,7 +17,8 @@
  * - The RPC methods return plain {@link WireResponse} data; they throw only on bugs.
  * - Every commit that changes what the listing shows stages the record in the same
  *   transaction (a renewal stages nothing); delivery follows, never awaited by the mutation
- *   (durable/index-outbox.ts).
+ *   (durable/index-outbox.ts). Start-up stages the stored record too, which writes only if
+ *   the row shows something else (durable/object-base.ts).
  * - Bound claims (docs/protocol.md#sessions): before deciding, the leases the command needs
  *   (core/claim-leases.ts) are asked of their generation objects — a bound acquire or commit
  *   binds the claim there first, so that epoch's end reaches it — and the decision is taken
@@ -41,7 +42,6 @@ import {
   NO_LEASE_VIEWS,
   leasesWanted,
 } from "../core/claim-leases.ts";
-import { identityOf } from "../durable/index-outbox.ts";
 import { objectName } from "../durable/object-names.ts";
 import type { ClaimStep } from "../core/claim-machine.ts";
 import { commandOf } from "../core/claim-command.ts";
@@ -86,7 +86,13 @@ export class ClaimObject extends WatchedObject {
     this.watchers = new ClaimWatchers(ctx, this.store, this.settings);
     this.watchers.onLaggingClose = () => this.outbox.count("laggingCloses");
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
-    this.startUp(() => this.store.open());
+    this.startUp(
+      () => this.store.open(),
+      () => {
+        const stored = this.store.load();
+        if (stored !== undefined) this.stage(stored);
+      },
+    );
   }
 
   /** Apply one claim mutation. */
@@ -171,7 +177,7 @@ export class ClaimObject extends WatchedObject {
       after.leaseEpoch === before.leaseEpoch;
     if (same) return;
     const id = before.ownerGeneration;
-    const stub = this.env.GENERATIONS.getByName(objectName(identityOf(this.ctx)?.namespace ?? "", "generation", id));
+    const stub = this.env.GENERATIONS.getByName(objectName(this.namespace ?? "", "generation", id));
     this.ctx.waitUntil(stub.unbind(id, name, before.leaseEpoch).catch(() => undefined));
   }
 
@@ -180,7 +186,7 @@ export class ClaimObject extends WatchedObject {
    * generation that answers after this instance heard its epoch end is not live.
    */
   private async leaseViews(name: string, wanted: LeasesWanted): Promise<LeaseViews> {
-    const namespace = identityOf(this.ctx)?.namespace ?? "";
+    const namespace = this.namespace ?? "";
     const ask = async (id: string, bind: boolean): Promise<[string, LeaseView]> => {
       const stub = this.env.GENERATIONS.getByName(objectName(namespace, "generation", id));
       const view = bind ? await stub.bind(id, name) : await stub.leaseView(id);

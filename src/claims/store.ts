@@ -38,7 +38,7 @@ import { ShiftlockError } from "../protocol/errors.ts";
 import type { ClaimEvent, ClaimStep } from "../core/claim-machine.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
 import { planClaimReplay } from "../core/claim-replay.ts";
-import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
+import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION, OUTBOX_NAMESPACE_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 import { entriesToPrune } from "../durable/history-pruning.ts";
 import { OPERATIONS_TABLE, OperationLog } from "../durable/operation-log.ts";
@@ -74,6 +74,8 @@ const CLAIM_SCHEMA: StoreSchema = {
     // 4: bound claims (docs/protocol.md#sessions): held under the owner generation's lease epoch.
     `ALTER TABLE claim ADD COLUMN bound INTEGER NOT NULL DEFAULT 0;
      ALTER TABLE claim ADD COLUMN lease_epoch TEXT NOT NULL DEFAULT '0';`,
+    // 5: the outbox keeps the object's namespace (an instance started without a name delivers).
+    OUTBOX_NAMESPACE_MIGRATION,
   ],
 };
 

@@ -34,7 +34,7 @@ import { ShiftlockError } from "../protocol/errors.ts";
 import type { ScopeStep } from "../core/scope-machine.ts";
 import { type HeldLease, type ScopeState, emptyScopeState } from "../core/scope-state.ts";
 import { planReplay } from "../core/scope-replay.ts";
-import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
+import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION, OUTBOX_NAMESPACE_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema, hasTable } from "../durable/migrations.ts";
 
 /** The JSON text of a watch event, as stored for replay and as sent: rendered once per event. */
@@ -70,6 +70,8 @@ const SCOPE_SCHEMA: StoreSchema = {
     OUTBOX_MIGRATION,
     // 4: the outbox remembers what its shard acknowledged (no re-send after a restart).
     OUTBOX_DELIVERED_MIGRATION,
+    // 5: the outbox keeps the object's namespace (an instance started without a name delivers).
+    OUTBOX_NAMESPACE_MIGRATION,
   ],
   // Version 1 was recorded in a table of its own.
   legacyVersion: (sql) =>

@@ -55,6 +55,11 @@ export function addCounters(into: CounterDeltas, from: CounterDeltas): void {
 
 /** One delivery from an object to its listing shard. */
 export interface IndexDelivery {
+  /**
+   * The sending object's namespace, which is the shard's: a shard the runtime started without
+   * a name learns its own from it (absent from deliveries of earlier versions).
+   */
+  namespace?: string;
   /** The entry and its sequence number; absent when only counters travel. */
   entry?: { seq: number; value: IndexEntry };
   counters: CounterDeltas;

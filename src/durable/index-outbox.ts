@@ -17,6 +17,12 @@
  * - The highest delivered seq is written back to the row (one row per delivery, not per
  *   mutation), so a restarted instance — after a deploy, an eviction — re-sends nothing that
  *   arrived: restarts cause no delivery storm.
+ * - Delivery never depends on how the instance was started. The runtime names an instance
+ *   (`ctx.id.name`) only when a named call starts it; one it starts by itself — the alarm
+ *   after a restart, a deploy or an eviction — has no name. The row keeps the object's
+ *   namespace (written with every staged entry), so such an instance stages, delivers and
+ *   counts exactly as a named one: an expiry that fell due while the runtime was down, and
+ *   anything an earlier instance left undelivered, reach the shard from that alarm.
  * - Should this instance die before delivering, the object's one alarm delivers: a held
  *   claim's or lease's expiry alarm, or, for an object with no deadline (released, a
  *   generation), an alarm {@link DELIVERY_CHECK_MS} after the change (only ever moved
@@ -29,10 +35,13 @@
  * - `LISTING_INDEX = "off"` disables staging and delivery entirely (the bench's switch).
  *
  * Does not: make the listing exact. The objects are the truth; the listing may lag them.
+ * Nor deliver a row whose namespace is unknown: one staged by a version that did not store
+ * it, read by an instance started without a name. That row stays until the object's next
+ * named start-up, which stores the namespace and delivers it (never to another namespace).
  */
 import { systemClock } from "../core/clock.ts";
 import { listingShardCount, listingShardOf } from "../core/listing-shard.ts";
-import { objectName } from "./object-names.ts";
+import { namespaceOf, objectName } from "./object-names.ts";
 import type { CounterDeltas, IndexDelivery, IndexEntry } from "../core/listing-entry.ts";
 import { addCounters, listedFingerprint } from "../core/listing-entry.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
@@ -49,6 +58,12 @@ export const OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS index_outbox (
 
 /** Appended after {@link OUTBOX_MIGRATION}: the highest seq a shard acknowledged. */
 export const OUTBOX_DELIVERED_MIGRATION = `ALTER TABLE index_outbox ADD COLUMN delivered_seq INTEGER NOT NULL DEFAULT 0`;
+
+/**
+ * Appended after {@link OUTBOX_DELIVERED_MIGRATION}: the object's namespace, for an instance
+ * the runtime started without a name ("" in rows staged before it was stored).
+ */
+export const OUTBOX_NAMESPACE_MIGRATION = `ALTER TABLE index_outbox ADD COLUMN namespace TEXT NOT NULL DEFAULT ''`;
 
 /**
  * How long a kicked delivery waits for more commits to coalesce with: a transfer's prepare
@@ -69,22 +84,6 @@ export const RETRY_FIRST_MS = 250;
 /** Longest retry delay. */
 export const RETRY_MAX_MS = 30_000;
 
-/** Object kinds that feed the listing. */
-const FEEDING_KINDS: ReadonlySet<string> = new Set(["claim", "generation", "scope"]);
-
-/** The namespace and kind of an object, from its own name (`["ns", kind, …]`, ADR 0003). */
-export function identityOf(ctx: DurableObjectState): { namespace: string; kind: string } | undefined {
-  const name = ctx.id.name;
-  if (name === undefined) return undefined;
-  try {
-    const parsed = JSON.parse(name) as unknown;
-    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || typeof parsed[1] !== "string") return undefined;
-    return { namespace: parsed[0], kind: parsed[1] };
-  } catch {
-    return undefined;
-  }
-}
-
 /** True unless `LISTING_INDEX` is "off". */
 export function listingEnabled(env: Env): boolean {
   return (env as { LISTING_INDEX?: string }).LISTING_INDEX !== "off";
@@ -94,12 +93,16 @@ type OutboxRow = {
   seq: number;
   entry: string;
   delivered_seq: number;
+  namespace: string;
 };
 
 export class IndexOutbox {
-  /** False when the listing is switched off, for the listing's own objects, or without a namespace. */
+  /** False when the listing is switched off, and for the listing's own objects. */
   readonly enabled: boolean;
-  private readonly namespace: string;
+  /** From the instance's name, else from the row (see the module doc); undefined until known. */
+  private knownNamespace: string | undefined;
+  /** The instance has a name: a row staged before the namespace was stored gets it. */
+  private readonly named: boolean;
   private readonly shards: number;
   private pending: CounterDeltas = {};
   private inFlight: Promise<void> | undefined;
@@ -126,11 +129,13 @@ export class IndexOutbox {
     private readonly settings: Pick<ObjectSettings, "clock" | "holdIndexDelivery">,
     private readonly alarms: AlarmSchedule,
     private readonly meter: ObjectMeter,
+    /** The object's kind feeds the listing (claims, generations, scopes; not the listing's own). */
+    feeds: boolean,
   ) {
-    const identity = identityOf(ctx);
-    this.namespace = identity?.namespace ?? "";
+    this.knownNamespace = namespaceOf(ctx);
+    this.named = this.knownNamespace !== undefined;
     this.shards = listingShardCount((env as { LISTING_SHARDS?: string }).LISTING_SHARDS);
-    this.enabled = listingEnabled(env) && identity !== undefined && FEEDING_KINDS.has(identity.kind);
+    this.enabled = listingEnabled(env) && feeds;
   }
 
   /**
@@ -142,14 +147,39 @@ export class IndexOutbox {
     const listed = listedFingerprint(entry);
     if (this.lastListed === undefined) this.lastListed = this.read()?.listed ?? "";
     if (listed === this.lastListed) return;
+    // The namespace is known here unless neither the name nor the row has it (a legacy row
+    // read by an unnamed instance): then the stored one ("") stays.
     this.ctx.storage.sql.exec(
-      `INSERT INTO index_outbox (id, seq, entry) VALUES (1, 1, ?)
-       ON CONFLICT (id) DO UPDATE SET seq = seq + 1, entry = excluded.entry`,
+      `INSERT INTO index_outbox (id, seq, entry, namespace) VALUES (1, 1, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET seq = seq + 1, entry = excluded.entry,
+         namespace = COALESCE(NULLIF(excluded.namespace, ''), namespace)`,
       JSON.stringify(entry),
+      this.knownNamespace ?? "",
     );
     this.lastListed = listed;
     this.hasRow = true;
     this.stagedSinceKick = true;
+  }
+
+  /**
+   * The object's namespace: from the instance's name, else from the row (an instance the
+   * runtime started without a name). Undefined when neither has it: the listing is off (no
+   * row), or the row was staged by a version that did not store it.
+   */
+  namespace(): string | undefined {
+    if (this.knownNamespace === undefined && this.enabled) this.read();
+    return this.knownNamespace;
+  }
+
+  /**
+   * The transaction {@link stage} ran in rolled back: forget what this instance believed it
+   * staged, so that the next stage compares with the row as stored, not with an entry that
+   * never committed.
+   */
+  rolledBack(): void {
+    this.lastListed = undefined;
+    this.hasRow = undefined;
+    this.stagedSinceKick = false;
   }
 
   /**
@@ -158,7 +188,8 @@ export class IndexOutbox {
    */
   count(name: keyof CounterDeltas, n = 1): void {
     if (n <= 0) return;
-    writeCounter(this.env, this.namespace, name, n);
+    // An unnamed instance learns its namespace from the row (counted changes follow a commit).
+    writeCounter(this.env, this.namespace() ?? "", name, n);
     if (!this.enabled) return;
     this.pending[name] = (this.pending[name] ?? 0) + n;
   }
@@ -238,7 +269,7 @@ export class IndexOutbox {
     let row: OutboxRow | undefined;
     try {
       row = this.ctx.storage.sql
-        .exec<OutboxRow>("SELECT seq, entry, delivered_seq FROM index_outbox WHERE id = 1")
+        .exec<OutboxRow>("SELECT seq, entry, delivered_seq, namespace FROM index_outbox WHERE id = 1")
         .toArray()[0];
     } catch {
       // No table yet: a lazy store that was never written.
@@ -247,6 +278,11 @@ export class IndexOutbox {
     }
     this.hasRow = row !== undefined;
     if (row === undefined) return undefined;
+    if (row.namespace !== "") this.knownNamespace ??= row.namespace;
+    else if (this.named) {
+      // Staged before the namespace was stored: store it now, once, for unnamed instances to come.
+      this.ctx.storage.sql.exec("UPDATE index_outbox SET namespace = ? WHERE id = 1", this.knownNamespace);
+    }
     this.deliveredSeq = Math.max(this.deliveredSeq ?? 0, row.delivered_seq);
     const listed = listedFingerprint(JSON.parse(row.entry) as IndexEntry);
     // The row holds the last staged entry: the next stage compares with it without reading again.
@@ -263,17 +299,24 @@ export class IndexOutbox {
   private async deliverOnce(): Promise<void> {
     const row = this.undelivered();
     if (row === undefined) return;
+    const namespace = this.namespace();
+    if (namespace === undefined) {
+      // Never to another namespace's shard: the object's next named start-up sends it.
+      console.warn("listing delivery waits: this instance has no name and its row no namespace");
+      return;
+    }
     const entry = JSON.parse(row.entry) as IndexEntry;
     const counters = this.pending;
     this.pending = {};
     const delivery: IndexDelivery = {
+      namespace,
       entry: { seq: row.seq, value: entry },
       counters,
       atMs: this.settings.clock.nowMs(),
     };
     const shard = listingShardOf(entry.kind, entry.key, this.shards);
     try {
-      await this.env.INDEX_SHARDS.getByName(objectName(this.namespace, "index-shard", String(shard))).apply(delivery);
+      await this.env.INDEX_SHARDS.getByName(objectName(namespace, "index-shard", String(shard))).apply(delivery);
     } catch (err) {
       // Put the counters back (no second Analytics Engine write) and retry from the alarm
       // (only ever moved earlier).

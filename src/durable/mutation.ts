@@ -13,7 +13,8 @@
  *   writes nothing.
  * - `commit` is the store's one storage transaction. If it throws, the transaction rolled
  *   back and no later step runs: nothing is counted, armed, published or delivered, and the
- *   error reaches the caller (the router answers `internal`).
+ *   error reaches the caller (the router answers `internal`). The outbox forgets what it
+ *   staged inside it, so the next commit stages against the row as stored.
  * - Publish only after the commit returned: a watcher never hears of a change that is not
  *   durable.
  * - A step that does not `follow` (a refusal, a read that expired nothing) arms nothing,
@@ -69,7 +70,12 @@ export function runMutation<Step>(
   steps: MutationSteps<Step>,
 ): Mutated<Step> {
   const step = steps.decide();
-  steps.commit(step);
+  try {
+    steps.commit(step);
+  } catch (err) {
+    outbox.rolledBack();
+    throw err;
+  }
   steps.afterCommit?.(step);
   if (steps.follows?.(step) === false) return { step, settled: SETTLED };
   const deadlineMs = steps.deadlineMs(step);

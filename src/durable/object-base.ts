@@ -10,8 +10,11 @@
  *   breaks the object's input gate, so every call fails (`internal` at the router) instead
  *   of reading rows it does not understand.
  * - Every object has one alarm ({@link AlarmSchedule}, its mirror loaded at start-up) and an
- *   {@link IndexOutbox} feeding its namespace's listing index; an entry committed but not
- *   delivered by a previous instance is sent at start-up.
+ *   {@link IndexOutbox} feeding its namespace's listing index (unless its class is one of the
+ *   listing's own, {@link ShiftlockObject.feedsListing}); an entry committed but not
+ *   delivered by a previous instance is sent at start-up, however the runtime started the
+ *   instance (a named call, or by itself for an alarm: then `ctx.id.name` is undefined and
+ *   the outbox row supplies the namespace).
  * - {@link WatchedObject} (claims, scopes) adds the watcher cap (`MAX_WATCHERS_PER_OBJECT`), the runtime's
  *   ping auto-response (answered without waking a hibernated object), the watch upgrade
  *   (400 before upgrading a bad request, 429 over the cap, 401 for a watch ticket used
@@ -36,6 +39,8 @@ import { TicketLog, ticketUseOf } from "./ticket-log.ts";
 import { closeQuietly, jsonResponse, tooManyWatchers } from "./websocket.ts";
 
 export abstract class ShiftlockObject extends DurableObject<Env> {
+  /** Whether objects of this class feed their namespace's listing (the listing's own do not). */
+  protected static readonly feedsListing: boolean = true;
   /** The object's one alarm, only ever moved earlier (its mirror loaded at start-up). */
   protected readonly alarms: AlarmSchedule;
   /** What feeds the namespace index (disabled in the index itself). */
@@ -55,7 +60,17 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
     super(ctx, env);
     this.meter = new ObjectMeter(ctx, env);
     this.alarms = new AlarmSchedule(ctx.storage, () => this.meter.add("alarmsSet"));
-    this.outbox = new IndexOutbox(ctx, env, settings, this.alarms, this.meter);
+    const feeds = (this.constructor as typeof ShiftlockObject).feedsListing;
+    this.outbox = new IndexOutbox(ctx, env, settings, this.alarms, this.meter, feeds);
+  }
+
+  /**
+   * The object's namespace, however the runtime started this instance: from its name, else
+   * (started for an alarm, without one) from its listing outbox row (index-outbox.ts).
+   * Undefined when neither has it (the listing switched off, a row of an earlier version).
+   */
+  protected get namespace(): string | undefined {
+    return this.outbox.namespace();
   }
 
   /** The object's time source (read through the settings at each use). */
@@ -65,13 +80,18 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
 
   /**
    * Call last in the subclass constructor: `open` runs before the object serves anything
-   * (the runtime holds every event until it settles). Then the alarm mirror is loaded and a
-   * listing entry a previous instance committed but never delivered starts on its way.
+   * (the runtime holds every event until it settles). Then `restage` (an object whose calls
+   * do not all stage) stages the listing entry of what the object holds now: the outbox
+   * writes nothing when its row already shows that, and otherwise the row catches up with a
+   * change an earlier version committed without staging it. Then the alarm mirror is loaded,
+   * and a listing entry committed but not yet delivered (by a previous instance, or just now)
+   * starts on its way.
    */
-  protected startUp(open: () => void | Promise<void>): void {
+  protected startUp(open: () => void | Promise<void>, restage?: () => void): void {
     // A rejection here is the runtime's to handle: it breaks the input gate (see above).
     void this.ctx.blockConcurrencyWhile(async () => {
       await open();
+      restage?.();
       await this.alarms.load();
       await this.outbox.kick();
     });

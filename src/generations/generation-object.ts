@@ -21,7 +21,9 @@
  *   (lease-deliveries.ts), repeated until each acknowledges.
  * - `bind` records a claim with the live epoch before the claim commits, so the end of that
  *   epoch always reaches it; a claim that asks after the end is told the lease is not live.
- * - Every change that the listing shows stages the record in the same transaction.
+ * - Every change that the listing shows stages the record in the same transaction; start-up
+ *   stages the stored record too, which writes only if the row shows something else
+ *   (durable/object-base.ts).
  *
  * Does not: authenticate (the router did), or decide a claim's rules (the claim object does,
  * with the lease view answered here).
@@ -50,7 +52,6 @@ import type {
 } from "../protocol/generations.ts";
 import { WatchedObject } from "../durable/object-base.ts";
 import { DeliveryRetry } from "../durable/delivery-retry.ts";
-import { identityOf } from "../durable/index-outbox.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import type { ObjectSettings } from "../durable/object-settings.ts";
 import { jsonResponse } from "../durable/websocket.ts";
@@ -93,8 +94,14 @@ export class GenerationObject extends WatchedObject {
     this.watchers = new LeaseChannels(ctx, null, this.settings);
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     const retry = new DeliveryRetry(this.alarms, () => this.clock.nowMs());
-    this.deliveries = new LeaseEndDeliveries(ctx, env, identityOf(ctx)?.namespace ?? "", this.store, retry, this.meter);
-    this.startUp(() => this.store.open());
+    this.deliveries = new LeaseEndDeliveries(ctx, env, () => this.namespace ?? "", this.store, retry, this.meter);
+    this.startUp(
+      () => this.store.open(),
+      () => {
+        const stored = this.store.load();
+        if (stored !== undefined) this.stage(stored.record);
+      },
+    );
   }
 
   /** Register `body.id` (see `decideRegister`). */

@@ -31,7 +31,8 @@ export class LeaseEndDeliveries {
   constructor(
     private readonly ctx: DurableObjectState,
     private readonly env: Env,
-    private readonly namespace: string,
+    /** The generation's namespace, read at each delivery (the outbox row knows it once the name does not). */
+    private readonly namespace: () => string,
     private readonly store: GenerationStore,
     private readonly retry: DeliveryRetry,
     private readonly meter: ObjectMeter,
@@ -62,7 +63,7 @@ export class LeaseEndDeliveries {
       if (owed.length === 0) return;
       const results = await Promise.allSettled(
         owed.map(async ({ name, epoch }) => {
-          const stub = this.env.CLAIMS.getByName(objectName(this.namespace, "claim", name));
+          const stub = this.env.CLAIMS.getByName(objectName(this.namespace(), "claim", name));
           await stub.leaseEnded(name, generationId, epoch);
           this.meter.add("deliveries");
           this.store.unbind(name, epoch);

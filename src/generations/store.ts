@@ -24,7 +24,7 @@ import { formatCounter, sortableCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { isGenerationState } from "../core/generation-machine.ts";
 import type { OperationRecord } from "../core/claim-operations.ts";
-import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION } from "../durable/index-outbox.ts";
+import { OUTBOX_DELIVERED_MIGRATION, OUTBOX_MIGRATION, OUTBOX_NAMESPACE_MIGRATION } from "../durable/index-outbox.ts";
 import { MigratedStore, type StoreSchema } from "../durable/migrations.ts";
 import { OPERATIONS_TABLE, OperationLog } from "../durable/operation-log.ts";
 
@@ -56,6 +56,8 @@ const GENERATION_SCHEMA: StoreSchema = {
      -- epoch: 20 zero-padded digits (text order = numeric order)
      CREATE TABLE IF NOT EXISTS bound_claims (name TEXT PRIMARY KEY, epoch TEXT NOT NULL) WITHOUT ROWID;
      ${OPERATIONS_TABLE};`,
+    // 5: the outbox keeps the object's namespace (an instance started without a name delivers).
+    OUTBOX_NAMESPACE_MIGRATION,
   ],
 };
 

@@ -33,6 +33,7 @@ export interface IndexPage {
 }
 
 export class NamespaceIndex extends ShiftlockObject {
+  protected static override readonly feedsListing = false;
   private readonly store: IndexStore;
 
   constructor(ctx: DurableObjectState, env: Env) {

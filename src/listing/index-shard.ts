@@ -19,13 +19,18 @@
  *   alarm with backoff. With nothing pending the shard has no alarm: idle costs nothing.
  * - Entries apply at the index by sequence number, so a batch that arrives twice (a forward
  *   that succeeded but whose acknowledgement was lost) changes nothing the second time.
+ * - A shard forwards only to its own namespace's index, however the runtime started it: the
+ *   namespace comes from the instance's name, and is stored (shard-store.ts) for an instance
+ *   started without one (its alarm after a restart, a deploy or an eviction), which also
+ *   learns it from any delivery. A shard that knows it from none of these keeps its pending
+ *   entries rather than forward them anywhere else.
  *
  * Does not: answer listings (the namespace index does) or keep what it forwarded.
  */
 import { ShiftlockObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
-import { objectName } from "../durable/object-names.ts";
-import { RETRY_FIRST_MS, RETRY_MAX_MS, identityOf } from "../durable/index-outbox.ts";
+import { namespaceOf, objectName } from "../durable/object-names.ts";
+import { RETRY_FIRST_MS, RETRY_MAX_MS } from "../durable/index-outbox.ts";
 import { addCounters, type CounterDeltas, type IndexDelivery } from "../core/listing-entry.ts";
 import { ShardStore } from "./shard-store.ts";
 
@@ -35,10 +40,13 @@ export const FORWARD_MS = 500;
 export const FORWARD_BATCH = 500;
 
 export class IndexShard extends ShiftlockObject {
+  protected static override readonly feedsListing = false;
   private readonly store: ShardStore;
   private retryMs = RETRY_FIRST_MS;
   /** Counters accepted and not yet forwarded (see the module doc). */
   private counters: CounterDeltas = {};
+  /** The shard's namespace (see the module doc); undefined while unknown. */
+  private knownNamespace: string | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -46,11 +54,24 @@ export class IndexShard extends ShiftlockObject {
     this.startUp(() => {
       this.store.open();
       this.counters = this.store.takeLegacyCounters();
+      const stored = this.store.namespace();
+      this.knownNamespace = namespaceOf(ctx) ?? stored;
+      if (this.knownNamespace !== undefined && this.knownNamespace !== stored)
+        this.store.rememberNamespace(this.knownNamespace);
     });
+  }
+
+  /** From the shard's name, its `meta`, or a delivery (a shard has no outbox row). */
+  protected override get namespace(): string | undefined {
+    return this.knownNamespace;
   }
 
   /** Accept one object's delivery; forwarding follows within {@link FORWARD_MS}. */
   async apply(delivery: IndexDelivery): Promise<void> {
+    if (this.knownNamespace === undefined && delivery.namespace !== undefined) {
+      this.knownNamespace = delivery.namespace;
+      this.store.rememberNamespace(delivery.namespace);
+    }
     if (delivery.entry !== undefined) this.store.accept(delivery.entry);
     addCounters(this.counters, delivery.counters);
     await this.alarms.ensure(this.clock.nowMs() + FORWARD_MS);
@@ -64,7 +85,12 @@ export class IndexShard extends ShiftlockObject {
 
   /** Forward everything pending now, in batches (the alarm; tests settle the listing with it). */
   async forward(): Promise<void> {
-    const index = this.env.INDEX.getByName(objectName(identityOf(this.ctx)?.namespace ?? "", "index"));
+    if (this.knownNamespace === undefined) {
+      // Never to another namespace's index: the next delivery or named start-up tells it.
+      console.warn("listing forward waits: this shard has no name and no stored namespace");
+      return;
+    }
+    const index = this.env.INDEX.getByName(objectName(this.knownNamespace, "index"));
     for (;;) {
       const entries = this.store.take(FORWARD_BATCH);
       const counters = this.counters;

@@ -8,6 +8,9 @@
  *   commit.
  * - {@link ShardStore.forwarded} deletes only what was sent: an entry replaced while its
  *   forward was in flight stays pending (its `seq` no longer matches).
+ * - The shard's namespace is kept in `meta` ({@link ShardStore.rememberNamespace}), so an
+ *   instance the runtime starts without a name (its alarm after a restart) forwards to the
+ *   right index.
  *
  * Does not: keep anything once forwarded (the shard is a queue, not a copy of the listing),
  * or keep counters: they are statistics, held in the shard's memory like the objects' own
@@ -67,6 +70,21 @@ export class ShardStore extends MigratedStore {
       for (const e of sent) {
         this.sql.exec("DELETE FROM pending WHERE kind = ? AND key = ? AND seq = ?", e.value.kind, e.value.key, e.seq);
       }
+    });
+  }
+
+  /** The namespace {@link rememberNamespace} stored, if any. */
+  namespace(): string | undefined {
+    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'namespace'").toArray()[0]?.value;
+  }
+
+  /** Store the shard's namespace (one row, written once per shard). */
+  rememberNamespace(namespace: string): void {
+    this.write(() => {
+      this.sql.exec(
+        "INSERT INTO meta (key, value) VALUES ('namespace', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        namespace,
+      );
     });
   }
 

@@ -71,7 +71,7 @@ describe("claim durability", { timeout: 60_000 }, () => {
         .toArray();
       return rows[0]?.value;
     });
-    expect(version).toBe("4");
+    expect(version).toBe("5");
     expect((await c.read()).body.claim.fencingToken).toBe("1");
   });
 

@@ -226,7 +226,7 @@ describe("generation storage", () => {
     const stub = testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
       const meta = state.storage.sql.exec("SELECT key, value FROM meta").toArray();
-      expect(meta).toEqual([{ key: "schema_version", value: 4 }]);
+      expect(meta).toEqual([{ key: "schema_version", value: 5 }]);
       const rows = state.storage.sql.exec("SELECT id, state FROM generation").toArray();
       expect(rows).toEqual([{ id, state: "joining" }]);
     });

@@ -17,6 +17,19 @@ export async function restartObject(stub: DurableObjectStub): Promise<void> {
   await runInDurableObject(stub, (_instance, state) => state.abort("test restart")).catch(() => undefined);
 }
 
+/**
+ * Restart the object behind `stub` and return a stub that reaches it by its id alone, as the
+ * runtime reaches an object it starts by itself (an alarm after a restart, a deploy or an
+ * eviction): the fresh instance it constructs has no `ctx.id.name`.
+ */
+export async function restartUnnamed<T extends Rpc.DurableObjectBranded | undefined>(
+  namespace: DurableObjectNamespace<T>,
+  stub: DurableObjectStub<T>,
+): Promise<DurableObjectStub<T>> {
+  await restartObject(stub);
+  return namespace.get(namespace.idFromString(stub.id.toString()));
+}
+
 /** Milliseconds of inactivity after which workerd evicts a Durable Object (10 s) plus slack. */
 const EVICTION_AFTER_MS = 11_000;
 

@@ -131,8 +131,8 @@ describe("rows per claim operation", () => {
     const claim = unique();
     const stub = claimStub(unique("ns"), claim);
     const r = await claimOp(stub, claim, { op: "acquire", body: { generationId: "g1", ttlMs: TTL_MS } });
-    // The schema's migrations (four of them since bound claims) run inside this first write.
-    expect(r.row).toEqual([25, 18, 1, 1]);
+    // The schema's migrations (five of them since bound claims and the outbox's namespace) run inside this first write.
+    expect(r.row).toEqual([33, 19, 1, 1]);
     await runInDurableObject(stub, (_o, state) => state.storage.deleteAlarm());
   });
 
@@ -254,8 +254,9 @@ describe("rows per generation operation", () => {
     rows["get"] = row(got.cost);
     // The new generation arms its delivery-check alarm; the state change finds it still armed.
     expect(rows).toEqual({
-      // The schema's migrations (the lease's columns and tables since sessions) run inside the first write.
-      "register (new)": [13, 16, 1, 1],
+      // The schema's migrations (the lease's columns and tables since sessions, the outbox's
+      // namespace) run inside the first write.
+      "register (new)": [24, 17, 1, 1],
       "register (again)": [1, 0, 0, 0],
       state: [3, 2, 1, 0],
       "index delivery (after the commit)": [2, 1, 0, 0],
