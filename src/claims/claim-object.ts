@@ -177,7 +177,9 @@ export class ClaimObject extends WatchedObject {
       after.leaseEpoch === before.leaseEpoch;
     if (same) return;
     const id = before.ownerGeneration;
-    const stub = this.env.GENERATIONS.getByName(objectName(this.namespace ?? "", "generation", id));
+    const namespace = this.namespace;
+    if (namespace === undefined) return; // never another namespace's generation (the delivery then changes nothing)
+    const stub = this.env.GENERATIONS.getByName(objectName(namespace, "generation", id));
     this.ctx.waitUntil(stub.unbind(id, name, before.leaseEpoch).catch(() => undefined));
   }
 
@@ -186,7 +188,11 @@ export class ClaimObject extends WatchedObject {
    * generation that answers after this instance heard its epoch end is not live.
    */
   private async leaseViews(name: string, wanted: LeasesWanted): Promise<LeaseViews> {
-    const namespace = this.namespace ?? "";
+    const namespace = this.namespace;
+    if (namespace === undefined) {
+      // Only an instance started without a name, with the listing switched off, cannot know it.
+      throw new ShiftlockError("internal", "claim object does not know its namespace");
+    }
     const ask = async (id: string, bind: boolean): Promise<[string, LeaseView]> => {
       const stub = this.env.GENERATIONS.getByName(objectName(namespace, "generation", id));
       const view = bind ? await stub.bind(id, name) : await stub.leaseView(id);

@@ -94,7 +94,7 @@ export class GenerationObject extends WatchedObject {
     this.watchers = new LeaseChannels(ctx, null, this.settings);
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     const retry = new DeliveryRetry(this.alarms, () => this.clock.nowMs());
-    this.deliveries = new LeaseEndDeliveries(ctx, env, () => this.namespace ?? "", this.store, retry, this.meter);
+    this.deliveries = new LeaseEndDeliveries(ctx, env, () => this.namespace, this.store, retry, this.meter);
     this.startUp(
       () => this.store.open(),
       () => {

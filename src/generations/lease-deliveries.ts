@@ -31,8 +31,11 @@ export class LeaseEndDeliveries {
   constructor(
     private readonly ctx: DurableObjectState,
     private readonly env: Env,
-    /** The generation's namespace, read at each delivery (the outbox row knows it once the name does not). */
-    private readonly namespace: () => string,
+    /**
+     * The generation's namespace, read at each delivery (the outbox row knows it once the name
+     * does not); undefined when neither knows it: nothing is sent then, never to another namespace.
+     */
+    private readonly namespace: () => string | undefined,
     private readonly store: GenerationStore,
     private readonly retry: DeliveryRetry,
     private readonly meter: ObjectMeter,
@@ -61,9 +64,16 @@ export class LeaseEndDeliveries {
       this.again = false;
       const owed = this.store.boundThrough(endedThrough, DELIVERY_CONCURRENCY);
       if (owed.length === 0) return;
+      const namespace = this.namespace();
+      if (namespace === undefined) {
+        // An instance started without a name and without a listing row: the next named call
+        // knows the namespace; until then the alarm retries.
+        await this.retry.failed();
+        return;
+      }
       const results = await Promise.allSettled(
         owed.map(async ({ name, epoch }) => {
-          const stub = this.env.CLAIMS.getByName(objectName(this.namespace(), "claim", name));
+          const stub = this.env.CLAIMS.getByName(objectName(namespace, "claim", name));
           await stub.leaseEnded(name, generationId, epoch);
           this.meter.add("deliveries");
           this.store.unbind(name, epoch);

@@ -18,7 +18,8 @@ const WELL_FORMED_NS = "ns-well-formed";
 function wellFormedBody(route: RouteSpec): string | undefined {
   const schema = bodySchema(route);
   const path = fillPath(watchClaim.path, { ns: WELL_FORMED_NS, claim: "claim-1" });
-  return schema === undefined ? undefined : JSON.stringify(sample(schema, "", { path }));
+  // `ttlMs` is optional where `bound: true` may replace it: a well-formed body names one of them.
+  return schema === undefined ? undefined : JSON.stringify(sample(schema, "", { path, ttlMs: 60_000 }));
 }
 
 function url(route: RouteSpec, ns: string): string {
