@@ -11,8 +11,9 @@
  * after up to 1.5 s, so the listing has heard of it or not). Then either
  * - `lapsed`: the restart waits until every deadline set has passed: they all fall due while
  *   the server is down; or
- * - `edge`: the ttl is the last restart's duration plus the kill's delay, ±1 s: the deadlines
- *   fall due just before or just after the server is back;
+ * - `edge`: the ttl is the longest start so far plus the kill's delay, −0.5 to +1.5 s: the
+ *   deadlines fall due just before or just after the server is back (starts vary by
+ *   seconds on a loaded machine; the crash's log line says where they fell);
  * and once it serves, the listing judge (listing-probe.ts) compares the listing with every
  * object before the clients go on.
  *
@@ -118,7 +119,7 @@ async function lapseCrash(options: FaultOptions, lapse: LapseOptions, counts: Fa
   const ttlMs =
     mode === "lapsed"
       ? rng.int(Math.max(LAPSED_TTL_MS.min, killDelayMs + 200), Math.max(LAPSED_TTL_MS.max, killDelayMs + 200))
-      : Math.max(killDelayMs + 200, killDelayMs + server.lastStartMs + rng.int(-1_000, 1_000));
+      : Math.max(killDelayMs + 200, killDelayMs + server.longestStartMs + rng.int(-500, 1_500));
   const quietAtMs = await lapse.quiesce();
   try {
     // Everything the clients held lapses first, so that every object is free to take.
