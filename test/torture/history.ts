@@ -9,8 +9,9 @@
  *   timeout, reset connection, 5xx — the operation may or may not have taken effect).
  * - Connection refused is `error` with code `unavailable`: the request never reached a
  *   server, so it certainly had no effect.
- * - Faults (`crash`, `restart`, `pause`, `resume`) and every watch message are entries too,
- *   so a checker needs nothing but this file.
+ * - Faults (`crash`, `restart`, `pause`, `resume`), every watch message and what the listing
+ *   judge read at each quiet point (`listing`) are entries too, so a checker needs nothing
+ *   but this file.
  * - Counters stay decimal strings exactly as on the wire (no bigint in the file).
  *
  * Does not: interpret outcomes (check/*.ts do).
@@ -65,6 +66,47 @@ export interface FaultEntry {
   t: "fault";
   kind: "crash" | "restart" | "pause" | "resume";
   atMs: number;
+  /** A lapse crash (faults.ts): deadlines timed to fall while the server is down, or at its start. */
+  lapse?: "lapsed" | "edge";
+}
+
+/** One object as the listing judge last read it (`GET`), and since when it read that. */
+export interface ObjectRead {
+  /** The wire record; null when the object answered not found. */
+  value: unknown;
+  /** When the judge first read this value (the listing's lag bound runs from here). */
+  sinceMs: number;
+  /** The last read got no answer (`value` is the one before, if any). */
+  unread?: true;
+}
+
+/**
+ * What the listing judge read at one quiet point (listing-probe.ts), as of its last round:
+ * every object the run addresses, read from the object, and the namespace's listing and
+ * stats read after it. check/listing.ts judges it.
+ */
+export interface ListingEntry {
+  t: "listing";
+  /** `lapse <n> (<mode>)` or `end`. */
+  label: string;
+  /**
+   * From when nothing but the judge and the watchers' reads called the server: the clients'
+   * quiet point (quiet.ts), or the restart after a lapse crash (faults.ts).
+   */
+  quietAtMs: number;
+  /** From this instant no lease or queued wait of the run can be live (scopes' lease fields are judged from it). */
+  leasesFreeAtMs: number;
+  /** When the last round's listing read began. */
+  listingAtMs: number;
+  rounds: number;
+  /** By claim name, generation id and `volume/store`; a scope's value is `{generation, mustList}`. */
+  objects: {
+    claims: Record<string, ObjectRead>;
+    generations: Record<string, ObjectRead>;
+    scopes: Record<string, ObjectRead>;
+  };
+  /** The listing's pages (all of them, in order) and `/stats`, as answered. */
+  listing: { claims: unknown[]; generations: unknown[]; scopes: unknown[]; stats: unknown };
 }
 
 export interface WatchEntry {
@@ -90,7 +132,7 @@ export interface MetaEntry {
   startedAtMs: number;
 }
 
-export type HistoryEntry = OpEntry | FaultEntry | WatchEntry | MetaEntry;
+export type HistoryEntry = OpEntry | FaultEntry | WatchEntry | MetaEntry | ListingEntry;
 
 /** Appends entries to a JSONL file. */
 export class HistoryWriter {

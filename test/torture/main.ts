@@ -1,15 +1,20 @@
 /**
  * `npm run torture -- [--duration-s 60] [--clients 8] [--seed N] [--history FILE]
- *   [--fault-every-s 6] [--crash-share 0.6] [--timeout-ms 1500]`
+ *   [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--timeout-ms 1500]
+ *   [--plant listing-off]`
  * `npm run torture -- --check FILE`
  *
  * Runs the torture test (runner.ts) against the server as `npm start` runs it, or re-checks
  * a saved history, then runs every checker (check/index.ts) and prints, last,
- * `ops N, crashes C, pauses P, ambiguous A, unchecked U, violations V` (U: operations a checker
- * skipped or gave up on). Exit status 1 when V > 0, 2 for
- * bad arguments. The seed (printed first; random when not given) reproduces the run's
- * schedule: its operations, arguments and faults. SIGINT or SIGTERM ends a run early (the
- * server is stopped, the partial history checked).
+ * `ops N, crashes C, pauses P, ambiguous A, unchecked U, violations V, listing mismatches M`
+ * (U: operations a checker skipped or gave up on; M: listing entries that differed from
+ * their objects past the listing's lag bound, and wrong `/stats` tallies, at the quiet
+ * points). Exit status 1 when V > 0 or M > 0, 2 for bad arguments. `--lapse-share` is the
+ * share of crashes timed against deadlines and followed by a listing judgement (faults.ts);
+ * `--plant listing-off` restarts the server with the listing switched off after the first
+ * crash, a fault the run must report (M > 0). The seed (printed first; random when not
+ * given) reproduces the run's schedule: its operations, arguments and faults. SIGINT or
+ * SIGTERM ends a run early (the server is stopped, the partial history checked).
  */
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,12 +22,12 @@ import { parseArgs } from "node:util";
 import { runChecks } from "./check/index.ts";
 import { figures } from "./check/figures.ts";
 import { readHistory } from "./history.ts";
-import { runTorture } from "./runner.ts";
+import { PLANTS, runTorture, type Plant } from "./runner.ts";
 
 function usage(message: string): never {
   console.error(`torture: ${message}`);
   console.error(
-    "usage: torture [--duration-s 60] [--clients 8] [--seed N] [--history FILE] [--fault-every-s 6] [--crash-share 0.6] [--timeout-ms 1500] | --check FILE",
+    "usage: torture [--duration-s 60] [--clients 8] [--seed N] [--history FILE] [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--timeout-ms 1500] [--plant listing-off] | --check FILE",
   );
   process.exit(2);
 }
@@ -37,7 +42,9 @@ try {
       history: { type: "string" },
       "fault-every-s": { type: "string", default: "6" },
       "crash-share": { type: "string", default: "0.6" },
+      "lapse-share": { type: "string", default: "0.5" },
       "timeout-ms": { type: "string", default: "1500" },
+      plant: { type: "string" },
       check: { type: "string" },
     },
     strict: true,
@@ -63,7 +70,10 @@ if (values["check"] !== undefined) {
 } else {
   const seed = values["seed"] === undefined ? Math.floor(Math.random() * 2 ** 31) : number("seed", 0, 2 ** 32 - 1);
   historyPath = values["history"] ?? join(tmpdir(), `shiftlock-torture-${seed}-${Date.now()}.jsonl`);
-  log(`seed ${seed}`);
+  const plant = values["plant"];
+  if (plant !== undefined && !(PLANTS as readonly string[]).includes(plant))
+    usage(`--plant must be one of ${PLANTS.join(", ")}`);
+  log(`seed ${seed}${plant === undefined ? "" : `, planted fault ${plant}`}`);
   // SIGINT/SIGTERM end the run early: the server is stopped and the partial history checked.
   const interrupt = new AbortController();
   process.once("SIGINT", () => interrupt.abort());
@@ -76,7 +86,9 @@ if (values["check"] !== undefined) {
     historyPath,
     faultEveryMs: number("fault-every-s", 0.5, 3600) * 1_000,
     crashShare: number("crash-share", 0, 1),
+    lapseShare: number("lapse-share", 0, 1),
     timeoutMs: number("timeout-ms", 100, 60_000),
+    ...(plant === undefined ? {} : { plant: plant as Plant }),
     log,
   });
 }
@@ -87,6 +99,6 @@ for (const line of report.lines) log(line);
 const f = figures(history);
 log(`history ${historyPath}; refused ${f.refused}`);
 process.stdout.write(
-  `ops ${f.ops}, crashes ${f.crashes}, pauses ${f.pauses}, ambiguous ${f.ambiguous}, unchecked ${report.unchecked}, violations ${report.violations}\n`,
+  `ops ${f.ops}, crashes ${f.crashes}, pauses ${f.pauses}, ambiguous ${f.ambiguous}, unchecked ${report.unchecked}, violations ${report.violations}, listing mismatches ${report.listingMismatches}\n`,
 );
-process.exit(report.violations > 0 ? 1 : 0);
+process.exit(report.violations > 0 || report.listingMismatches > 0 ? 1 : 0);

@@ -1,11 +1,16 @@
 /**
  * One torture run: start the server (own port, own state directory, own process group),
  * run the clients, the watchers and the fault injector side by side for the duration,
- * stop everything and close the history.
+ * judge the listing once the clients stopped (and at every lapse crash: faults.ts), stop
+ * everything and close the history.
  *
  * Guarantees:
  * - Every client and watcher choice and the fault schedule come from forks of one seeded
- *   generator, so a seed reproduces the schedule (not the interleaving).
+ *   generator, so a seed reproduces the schedule (not the interleaving). The lapse crashes'
+ *   generator is forked after all of them, so it moves none of theirs.
+ * - Every listing judgement is a history entry (check/listing.ts judges it again).
+ * - With `plant: "listing-off"` every restart serves with `--listing-index off`: the listing
+ *   hears of nothing after the first crash — the planted fault the listing check must catch.
  * - When it resolves, nothing it started is running, every operation is in the history and
  *   the server's state directory is removed.
  */
@@ -13,12 +18,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../e2e/server.ts";
-import { runFaults, type FaultCounts } from "./faults.ts";
+import { listingVerdict } from "./check/listing.ts";
+import { holdEverything } from "./crash-setup.ts";
+import { LAPSE_SLACK_MS, runFaults, type FaultCounts } from "./faults.ts";
 import { HistoryWriter } from "./history.ts";
+import { judgeListing, type QuietPoint } from "./listing-probe.ts";
+import { Gate } from "./quiet.ts";
 import { Rng } from "./rng.ts";
 import { ServerProcess, sleep } from "./server-process.ts";
 import { watchClaimForever, watchScopeForever } from "./watchers.ts";
-import { Knowledge, keySpace, runClient } from "./workload.ts";
+import { Knowledge, LONGEST_DEADLINE_MS, keySpace, runClient, type ClientContext } from "./workload.ts";
+
+/** Planted faults a run can carry (they must make it fail). */
+export const PLANTS = ["listing-off"] as const;
+export type Plant = (typeof PLANTS)[number];
 
 export interface RunOptions {
   durationS: number;
@@ -31,6 +44,10 @@ export interface RunOptions {
   crashShare: number;
   /** Client-side timeout of one call (ms). */
   timeoutMs: number;
+  /** Share of crashes that are lapse crashes (faults.ts). */
+  lapseShare: number;
+  /** A planted fault (see the module comment). */
+  plant?: Plant;
   log: (line: string) => void;
   /** Ends the run early (as if the duration had passed); everything is still cleaned up. */
   signal?: AbortSignal;
@@ -41,13 +58,20 @@ export interface RunFigures extends FaultCounts {
   ops: number;
   refused: number;
   ambiguous: number;
+  /** Listing judgements, and the mismatches they found due (check/listing.ts). */
+  listingChecks: number;
+  listingMismatches: number;
 }
 
 export async function runTorture(options: RunOptions): Promise<RunFigures> {
   const root = new Rng(options.seed);
   const faultRng = root.fork();
   const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-torture-state-"));
-  const server = new ServerProcess(await freePort(), stateDir);
+  const server = new ServerProcess(
+    await freePort(),
+    stateDir,
+    options.plant === "listing-off" ? "--listing-index off" : "",
+  );
   const history = new HistoryWriter(options.historyPath);
   const namespace = "torture";
   const keys = keySpace(namespace, options.clients);
@@ -62,21 +86,37 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
   options.log(`server ${server.url}, state ${stateDir}, history ${options.historyPath}`);
   await server.start();
 
-  const figures: RunFigures = { ops: 0, refused: 0, ambiguous: 0, crashes: 0, pauses: 0 };
+  const figures: RunFigures = {
+    ops: 0,
+    refused: 0,
+    ambiguous: 0,
+    crashes: 0,
+    pauses: 0,
+    lapses: 0,
+    listingChecks: 0,
+    listingMismatches: 0,
+  };
   const endAt = Date.now() + options.durationS * 1_000;
   const stopped = (): boolean => Date.now() >= endAt || options.signal?.aborted === true;
   const knowledge = new Knowledge();
   const baseUrl = (): string => server.url;
+  const gate = new Gate();
+  const onOp: ClientContext["onOp"] = (outcome) => {
+    if (outcome.type === "error" && outcome.code === "unavailable") figures.refused++;
+    else figures.ops++;
+    if (outcome.type === "unknown") figures.ambiguous++;
+  };
+  const judge = async (point: QuietPoint): Promise<void> => {
+    const entry = await judgeListing({ baseUrl, keys, knowledge, timeoutMs: options.timeoutMs }, point);
+    history.write(entry);
+    const { mismatches, pending } = listingVerdict(entry);
+    figures.listingChecks++;
+    figures.listingMismatches += mismatches.length;
+    const unjudged = pending.length === 0 ? "" : `, ${pending.length} unjudged`;
+    options.log(`listing ${point.label}: ${mismatches.length} mismatches${unjudged} (${entry.rounds} rounds)`);
+    for (const m of mismatches.slice(0, 3)) options.log(`  ${m.object}: ${m.message}`);
+  };
   try {
-    const faults = runFaults({
-      server,
-      history,
-      rng: faultRng,
-      meanIntervalMs: options.faultEveryMs,
-      crashShare: options.crashShare,
-      stopped,
-      log: options.log,
-    });
     const watchers = [
       ...keys.claims.map((claim) =>
         watchClaimForever({ namespace, baseUrl, history, rng: root.fork(), stopped }, claim),
@@ -85,27 +125,45 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
         watchScopeForever({ namespace, baseUrl, history, rng: root.fork(), stopped }, scope),
       ),
     ];
-    const clients = Array.from({ length: options.clients }, (_, id) =>
-      runClient({
-        id,
-        rng: root.fork(),
-        baseUrl,
-        history,
-        keys,
-        knowledge,
-        timeoutMs: options.timeoutMs,
-        stopped,
-        onOp: (outcome) => {
-          if (outcome.type === "error" && outcome.code === "unavailable") figures.refused++;
-          else figures.ops++;
-          if (outcome.type === "unknown") figures.ambiguous++;
-        },
-      }),
-    );
+    const context = (id: number, rng: Rng, clientStopped: () => boolean): ClientContext => ({
+      id,
+      rng,
+      baseUrl,
+      history,
+      keys,
+      knowledge,
+      timeoutMs: options.timeoutMs,
+      gate,
+      stopped: clientStopped,
+      onOp,
+    });
+    const clients = Array.from({ length: options.clients }, (_, id) => runClient(context(id, root.fork(), stopped)));
+    // Forked after every client: the lapse crashes move no choice of theirs.
+    const lapseRng = root.fork();
+    const setUpClient = context(options.clients, lapseRng.fork(), () => false);
+    const faults = runFaults({
+      server,
+      history,
+      rng: faultRng,
+      meanIntervalMs: options.faultEveryMs,
+      crashShare: options.crashShare,
+      stopped,
+      log: options.log,
+      lapse: {
+        rng: lapseRng,
+        share: options.lapseShare,
+        quiesce: () => gate.close(),
+        hold: (ttlMs) => holdEverything(setUpClient, ttlMs),
+        judge,
+        resume: () => gate.open(),
+      },
+    });
     const progress = setInterval(() => options.log(`ops ${figures.ops}, refused ${figures.refused}`), 10_000);
     const counts = await faults;
     Object.assign(figures, counts);
     await Promise.all(clients);
+    const quietAtMs = Date.now();
+    await judge({ label: "end", quietAtMs, leasesFreeAtMs: quietAtMs + LONGEST_DEADLINE_MS + LAPSE_SLACK_MS });
     await Promise.all(watchers);
     clearInterval(progress);
     await sleep(0);

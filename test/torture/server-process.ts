@@ -10,6 +10,8 @@
  * - `pause()`/`resume()` are SIGSTOP/SIGCONT to the group: the server keeps its sockets but
  *   answers nothing (and fires no alarm) until resumed.
  * - `stop()` leaves nothing running (SIGCONT, then SIGKILL to the group).
+ * - Every start after the first adds `restartArgs` to the command (the planted fault of
+ *   `--plant listing-off`: the server comes back with `--listing-index off`).
  *
  * Does not: remove the state directory (the caller owns it).
  */
@@ -19,11 +21,16 @@ import { groupGone, startCommand } from "../e2e/server.ts";
 export class ServerProcess {
   private child: ChildProcess | undefined;
   private output = "";
+  private starts = 0;
   readonly url: string;
+  /** How long the longest start so far took, from spawn to `/healthz` answering (ms). */
+  longestStartMs = 0;
 
   constructor(
     readonly port: number,
     readonly stateDir: string,
+    /** Added to the serving command of every start but the first. */
+    private readonly restartArgs = "",
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -31,7 +38,9 @@ export class ServerProcess {
   /** Start (or restart) the server; resolves once it serves. */
   async start(timeoutMs = 60_000): Promise<void> {
     this.output = "";
-    const child = spawn(startCommand(this.port, this.stateDir), {
+    const startedAtMs = Date.now();
+    const extra = this.starts++ > 0 && this.restartArgs !== "" ? ` ${this.restartArgs}` : "";
+    const child = spawn(startCommand(this.port, this.stateDir) + extra, {
       shell: true,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
@@ -44,7 +53,10 @@ export class ServerProcess {
     for (;;) {
       try {
         const res = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(1_000) });
-        if (res.ok) return;
+        if (res.ok) {
+          this.longestStartMs = Math.max(this.longestStartMs, Date.now() - startedAtMs);
+          return;
+        }
       } catch {
         // not listening yet
       }

@@ -19,12 +19,15 @@ export interface Call {
   /** Route path template and its parameters. */
   path: string;
   params: Record<string, string>;
+  /** Query parameters (the listing's `limit` and `cursor`). */
+  query?: Record<string, string>;
   body?: unknown;
 }
 
 /** Perform `call` against `baseUrl`, giving up (outcome unknown) after `timeoutMs`. */
 export async function perform(baseUrl: string, call: Call, timeoutMs: number): Promise<Outcome> {
-  const url = baseUrl + fillPath(call.path, call.params);
+  const query = call.query === undefined ? "" : `?${new URLSearchParams(call.query).toString()}`;
+  const url = baseUrl + fillPath(call.path, call.params) + query;
   let res: Response;
   let text: string;
   try {

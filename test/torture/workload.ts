@@ -8,14 +8,18 @@
  *   sometimes retried with the same operationId and body, recorded with `retryOf`.
  * - Arguments are drawn from what the clients last saw (tokens, owners, lease ids), mostly
  *   right and sometimes stale, so both successes and refusals happen; ttls are short
- *   (claims 200–1,500 ms, leases 300–2,000 ms) so expiry happens.
+ *   ({@link CLAIM_TTL_MS}, {@link LEASE_TTL_MS}) so expiry happens, and no deadline a client
+ *   sets lies more than {@link LONGEST_DEADLINE_MS} after its call completed.
+ * - A client passes the run's {@link Gate} before each step (quiet.ts): while a quiet point
+ *   holds it closed, the client starts nothing.
  *
- * Does not: wait for anything but its own calls (faults run beside it, see faults.ts).
+ * Does not: wait for anything but its own calls and the gate (faults run beside it, see faults.ts).
  */
 import { CLAIM_MUTATIONS, claimBatch, getClaim } from "../../src/protocol/claim-routes.ts";
 import { getGeneration, registerGeneration, updateGeneration } from "../../src/protocol/generation-routes.ts";
 import { SCOPE_ROUTE_FAMILIES } from "../../src/protocol/scope-routes.ts";
 import type { HistoryWriter, OpRoute, Outcome } from "./history.ts";
+import type { Gate } from "./quiet.ts";
 import type { Rng } from "./rng.ts";
 import { perform, type Call } from "./wire.ts";
 
@@ -23,6 +27,19 @@ const SCOPE = SCOPE_ROUTE_FAMILIES.store;
 const GENERATION_STATES = ["standby", "preparing", "active", "draining", "transferring", "retired", "failed"];
 const CLAIM_VERBS = ["acquire", "renew", "release", "prepare", "commit", "abort"] as const;
 type ClaimVerb = (typeof CLAIM_VERBS)[number];
+
+/** Claim ttls the clients ask for (ms). */
+export const CLAIM_TTL_MS = { min: 200, max: 1_500 } as const;
+/** Coord lease ttls the clients ask for (grants and keepalives, ms). */
+export const LEASE_TTL_MS = { min: 300, max: 2_000 } as const;
+/** How long a waiting lease acquire waits at most (ms). */
+export const WAIT_MS = { min: 200, max: 1_500 } as const;
+/**
+ * No deadline a client sets (claim or lease expiry, a queued wait's end) lies further than
+ * this after its call completed: once the clients are stopped this long, nothing they did
+ * holds anything.
+ */
+export const LONGEST_DEADLINE_MS = Math.max(CLAIM_TTL_MS.max, LEASE_TTL_MS.max, WAIT_MS.max);
 
 /** The key space every client draws from. */
 export interface KeySpace {
@@ -49,12 +66,26 @@ export class Knowledge {
   readonly claims = new Map<string, { owner: string; token: string; pending: string }>();
   readonly leases = new Map<string, string[]>();
   readonly generations = new Map<string, string>();
+  /** Scopes some lease was granted on (an answered grant): such a scope must be listed. */
+  readonly granted = new Set<string>();
   /** Registry rounds: generations end in final states, so fresh ids appear every 300 calls. */
   private registryCalls = 0;
 
   /** A registry generation id: `g<i>.<round>`. */
   registryId(base: string): string {
     return `${base}.${Math.floor(this.registryCalls++ / 300)}`;
+  }
+
+  /** Every registry id handed out so far, of the bases `bases` (what the run may have created). */
+  registryIds(bases: readonly string[]): string[] {
+    const rounds = this.registryCalls === 0 ? 0 : Math.floor((this.registryCalls - 1) / 300) + 1;
+    return bases.flatMap((base) => Array.from({ length: rounds }, (_, round) => `${base}.${round}`));
+  }
+
+  /** Remember a granted lease of `scope`. */
+  learnGrant(scope: string, leaseId: string): void {
+    this.granted.add(scope);
+    this.leases.set(scope, [...(this.leases.get(scope) ?? []), leaseId].slice(-4));
   }
 
   learnClaim(body: unknown): void {
@@ -79,6 +110,8 @@ export interface ClientContext {
   knowledge: Knowledge;
   /** Client-side timeout of one call (ms). */
   timeoutMs: number;
+  /** Passed before each step; closed at quiet points. */
+  gate: Gate;
   stopped: () => boolean;
   /** Called once per recorded operation. */
   onOp: (outcome: Outcome) => void;
@@ -89,7 +122,13 @@ export async function runClient(ctx: ClientContext): Promise<void> {
   let opSeq = 0;
   const opId = (): string => `op-${ctx.id}-${opSeq++}`;
   while (!ctx.stopped()) {
-    await step(ctx, opId);
+    await ctx.gate.enter();
+    try {
+      if (ctx.stopped()) return;
+      await step(ctx, opId);
+    } finally {
+      ctx.gate.leave();
+    }
     await new Promise((r) => setTimeout(r, ctx.rng.int(0, 20)));
   }
 }
@@ -105,7 +144,7 @@ async function step(ctx: ClientContext, opId: () => string): Promise<void> {
 }
 
 /** Record one call. Returns the outcome. */
-async function record(
+export async function record(
   ctx: ClientContext,
   route: OpRoute,
   target: string,
@@ -141,7 +180,7 @@ function claimBody(ctx: ClientContext, verb: ClaimVerb, claim: string, operation
   const gen = (): string => (known.owner !== "" && rng.chance(0.75) ? known.owner : rng.pick(keys.generations));
   const token = (): string =>
     rng.chance(0.85) || known.token === "0" ? known.token : String(BigInt(known.token) - 1n);
-  const ttlMs = rng.int(200, 1_500);
+  const ttlMs = rng.int(CLAIM_TTL_MS.min, CLAIM_TTL_MS.max);
   const other = (from: string): string => {
     const to =
       known.pending !== "" && known.pending !== from && rng.chance(0.7) ? known.pending : rng.pick(keys.generations);
@@ -261,10 +300,10 @@ async function coord(ctx: ClientContext): Promise<void> {
   const roll = rng.next();
   if (roll < 0.3) {
     const wait = rng.chance(0.4);
-    const waitMs = rng.int(200, 1_500);
+    const waitMs = rng.int(WAIT_MS.min, WAIT_MS.max);
     const body = {
       participantId: `p${ctx.id}`,
-      ttlMs: rng.int(300, 2_000),
+      ttlMs: rng.int(LEASE_TTL_MS.min, LEASE_TTL_MS.max),
       ...(wait ? { waitMs, waiterId: `w-${ctx.id}-${ctx.history.newId()}` } : {}),
     };
     const { outcome } = await record(
@@ -274,10 +313,8 @@ async function coord(ctx: ClientContext): Promise<void> {
       { method: "POST", path: SCOPE.acquire.path, params, body },
       { timeoutMs: ctx.timeoutMs + (wait ? waitMs : 0) },
     );
-    if (outcome.type === "ok") {
-      const granted = (outcome.body as { lease: { leaseId: string } }).lease.leaseId;
-      ctx.knowledge.leases.set(scope, [...held, granted].slice(-4));
-    }
+    if (outcome.type === "ok")
+      ctx.knowledge.learnGrant(scope, (outcome.body as { lease: { leaseId: string } }).lease.leaseId);
   } else if (roll < 0.5) {
     await record(
       ctx,
@@ -287,7 +324,7 @@ async function coord(ctx: ClientContext): Promise<void> {
         method: "POST",
         path: SCOPE.keepalive.path,
         params: { ...params, leaseId },
-        body: { ttlMs: rng.int(300, 2_000) },
+        body: { ttlMs: rng.int(LEASE_TTL_MS.min, LEASE_TTL_MS.max) },
       },
       { leaseId },
     );
