@@ -1,6 +1,7 @@
 /**
  * The retry rule of every delivery an object owes another object: the listing outbox's
- * entries (index-outbox.ts) and a generation's lease ends (generations/lease-deliveries.ts).
+ * entries (index-outbox.ts), a listing shard's forward to its index (listing/index-shard.ts)
+ * and a generation's lease ends (generations/lease-deliveries.ts).
  *
  * Guarantees: a failed delivery is retried from the object's one alarm (only ever moved
  * earlier, alarm-schedule.ts), first after {@link RETRY_FIRST_MS}, doubling up to

@@ -27,7 +27,7 @@
  *   claim's or lease's expiry alarm, or, for an object with no deadline (released, a
  *   generation), an alarm {@link DELIVERY_CHECK_MS} after the change (only ever moved
  *   earlier). A failed delivery is retried from the same alarm with backoff from
- *   {@link RETRY_FIRST_MS} to {@link RETRY_MAX_MS}. Nothing else wakes the object: once
+ *   250 ms to 30 s (the shared rule of delivery-retry.ts). Nothing else wakes the object: once
  *   everything is delivered, the outbox costs nothing.
  * - Counters (acquires, refusals by code, expiries, …) are kept in memory and travel with
  *   the next delivery of an entry; they never cause a delivery of their own. A crash loses
@@ -45,6 +45,7 @@ import { namespaceOf, objectName } from "./object-names.ts";
 import type { CounterDeltas, IndexDelivery, IndexEntry } from "../core/listing-entry.ts";
 import { addCounters, listedFingerprint } from "../core/listing-entry.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
+import { DeliveryRetry } from "./delivery-retry.ts";
 import { writeCounter } from "./metrics.ts";
 import type { ObjectMeter } from "./object-meter.ts";
 import type { ObjectSettings } from "./object-settings.ts";
@@ -79,11 +80,6 @@ export const COALESCE_MS = 600;
  */
 export const DELIVERY_CHECK_MS = 1_000;
 
-/** First retry delay after a failed delivery. */
-export const RETRY_FIRST_MS = 250;
-/** Longest retry delay. */
-export const RETRY_MAX_MS = 30_000;
-
 /** True unless `LISTING_INDEX` is "off". */
 export function listingEnabled(env: Env): boolean {
   return (env as { LISTING_INDEX?: string }).LISTING_INDEX !== "off";
@@ -109,7 +105,8 @@ export class IndexOutbox {
   /** Ends the coalescing window of the delivery in flight early (see {@link flush}). */
   private hurry: AbortController | undefined;
   private dirty = false;
-  private retryMs = RETRY_FIRST_MS;
+  /** The shared backoff of every delivery an object owes (delivery-retry.ts). */
+  private readonly retry: DeliveryRetry;
   /** The highest seq known delivered (loaded from the row on first use). */
   private deliveredSeq: number | undefined;
   /** The listed fields of the last staged entry (loaded from the row on first use). */
@@ -136,6 +133,7 @@ export class IndexOutbox {
     this.named = this.knownNamespace !== undefined;
     this.shards = listingShardCount((env as { LISTING_SHARDS?: string }).LISTING_SHARDS);
     this.enabled = listingEnabled(env) && feeds;
+    this.retry = new DeliveryRetry(alarms, () => this.settings.clock.nowMs());
   }
 
   /**
@@ -322,13 +320,11 @@ export class IndexOutbox {
       // (only ever moved earlier).
       addCounters(this.pending, counters);
       console.warn("listing delivery failed; retrying", err);
-      const retryAt = this.settings.clock.nowMs() + this.retryMs;
-      this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
-      await this.alarms.ensure(retryAt);
+      await this.retry.failed();
       return;
     }
     this.meter.add("deliveries");
-    this.retryMs = RETRY_FIRST_MS;
+    this.retry.succeeded();
     this.deliveredSeq = Math.max(this.deliveredSeq ?? 0, row.seq);
     this.ctx.storage.sql.exec(
       "UPDATE index_outbox SET delivered_seq = ? WHERE id = 1 AND delivered_seq < ?",

@@ -106,6 +106,8 @@ export abstract class ShiftlockObject extends DurableObject<Env> {
 export abstract class WatchedObject extends ShiftlockObject {
   /** The object's watch subscribers (set by the subclass constructor). */
   protected abstract readonly watchers: Subscribers<unknown>;
+  /** Whether an accepted socket counts as a watcher in the namespace's stats (a lease channel does not). */
+  protected readonly socketsAreWatchers: boolean = true;
   /** Watch tickets this object accepted (each opens one watch, once). */
   private readonly tickets: TicketLog;
 
@@ -140,7 +142,7 @@ export abstract class WatchedObject extends ShiftlockObject {
     }
     const pair = new WebSocketPair();
     await register(params, pair[1]);
-    this.outbox.count("watchersConnected");
+    if (this.socketsAreWatchers) this.outbox.count("watchersConnected");
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 

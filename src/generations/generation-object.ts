@@ -84,6 +84,8 @@ function channelParams(url: URL): { id: string; ttlMs: number } | undefined {
 export class GenerationObject extends WatchedObject {
   private readonly store: GenerationStore;
   protected override readonly watchers: LeaseChannels;
+  /** Lease channels keep a lease: they are not watchers in the namespace's stats. */
+  protected override readonly socketsAreWatchers = false;
   private readonly deliveries: LeaseEndDeliveries;
   /** The lease deadline this instance last answered (undefined until it first read the row). */
   private answered: { epoch: bigint; deadlineMs: number } | undefined;

@@ -30,7 +30,7 @@
 import { ShiftlockObject } from "../durable/object-base.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import { namespaceOf, objectName } from "../durable/object-names.ts";
-import { RETRY_FIRST_MS, RETRY_MAX_MS } from "../durable/index-outbox.ts";
+import { DeliveryRetry } from "../durable/delivery-retry.ts";
 import { addCounters, type CounterDeltas, type IndexDelivery } from "../core/listing-entry.ts";
 import { ShardStore } from "./shard-store.ts";
 
@@ -42,7 +42,8 @@ export const FORWARD_BATCH = 500;
 export class IndexShard extends ShiftlockObject {
   protected static override readonly feedsListing = false;
   private readonly store: ShardStore;
-  private retryMs = RETRY_FIRST_MS;
+  /** The shared backoff of every delivery an object owes (durable/delivery-retry.ts). */
+  private readonly retry = new DeliveryRetry(this.alarms, () => this.clock.nowMs());
   /** Counters accepted and not yet forwarded (see the module doc). */
   private counters: CounterDeltas = {};
   /** The shard's namespace (see the module doc); undefined while unknown. */
@@ -102,12 +103,10 @@ export class IndexShard extends ShiftlockObject {
       } catch (err) {
         addCounters(this.counters, counters);
         console.warn("listing forward failed; retrying", err);
-        const retryAt = this.clock.nowMs() + this.retryMs;
-        this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
-        await this.alarms.ensure(retryAt);
+        await this.retry.failed();
         return;
       }
-      this.retryMs = RETRY_FIRST_MS;
+      this.retry.succeeded();
       this.store.forwarded(entries);
       this.meter.add("deliveries");
     }
