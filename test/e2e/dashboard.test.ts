@@ -162,8 +162,11 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
 
   it("never shows a claim kept by renewals as expired, and shows the deadline of its last renewal", async () => {
     // Renewals send no watch event: the page learns each new deadline from the object once the
-    // one it shows has passed. ttl 3 s, renewed every 0.75 s (a runtime's ttl/4), 6 times.
-    const ttlMs = 3000;
+    // one it shows has passed. ttl 6 s, renewed every 1.5 s (a runtime's ttl/4), 6 times: the
+    // page shows the last renewal's deadline from its read after the previous one passed until
+    // the claim expires, ttl − 1.5 s = 4.5 s (at 3 s / 0.75 s that window was 2.25 s, which a
+    // loaded machine's page read could miss).
+    const ttlMs = 6000;
     const claimName = "renewed-leader";
     let held = await claims.acquireClaim({ claimName, generationId: "gen-r", ttlMs });
     await listed("claims", names.length + 1);
@@ -179,7 +182,7 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
       new MutationObserver(record).observe(row, { subtree: true, childList: true, characterData: true, attributes: true });
     })()`);
     for (let i = 0; i < 6; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 750)); // the renewal cadence, not a wait for the page
+      await new Promise((resolve) => setTimeout(resolve, ttlMs / 4)); // the renewal cadence, not a wait for the page
       held = await claims.renewClaim({ claimName, generationId: "gen-r", token: held.fencingToken, ttlMs });
     }
     // Synchronised on the page: it shows the last renewal's deadline (read from the object).
