@@ -23,10 +23,11 @@
  *   namespace (written with every staged entry), so such an instance stages, delivers and
  *   counts exactly as a named one: an expiry that fell due while the runtime was down, and
  *   anything an earlier instance left undelivered, reach the shard from that alarm.
- * - Should this instance die before delivering, the object's one alarm delivers: a held
- *   claim's or lease's expiry alarm, or, for an object with no deadline (released, a
- *   generation), an alarm {@link DELIVERY_CHECK_MS} after the change (only ever moved
- *   earlier). A failed delivery is retried from the same alarm with backoff from
+ * - Should this instance die before delivering, the object's one alarm delivers: every
+ *   staged change arms it {@link DELIVERY_CHECK_MS} after the change at the latest (only ever
+ *   moved earlier; the mutation arms the earlier of that and its own deadline with one write),
+ *   so what a crash cut off is listed within the bound whatever the object's deadline — a
+ *   bound claim has none, and a held claim's expiry may be a day away. A failed delivery is retried from the same alarm with backoff from
  *   250 ms to 30 s (the shared rule of delivery-retry.ts). Nothing else wakes the object: once
  *   everything is delivered, the outbox costs nothing.
  * - Counters (acquires, refusals by code, expiries, …) are kept in memory and travel with
@@ -194,12 +195,11 @@ export class IndexOutbox {
 
   /**
    * After a commit: start delivering what was staged (not awaited: the runtime's) and return
-   * the safety alarm's write for the caller to await with its own. `deadlineMs` is the
-   * object's own next deadline (a lease's expiry), whose alarm already serves as the safety
-   * net; an object without one (released, a generation) is armed {@link DELIVERY_CHECK_MS}
-   * ahead. Synchronous up to the returned promise.
+   * the safety alarm's write for the caller to await with its own: armed
+   * {@link DELIVERY_CHECK_MS} ahead when something was staged (a no-op when the mutation
+   * already armed it, see {@link deliveryCheckAtMs}). Synchronous up to the returned promise.
    */
-  kick(deadlineMs?: number): Promise<void> {
+  kick(): Promise<void> {
     if (!this.enabled) return Promise.resolve();
     const staged = this.stagedSinceKick;
     this.stagedSinceKick = false;
@@ -208,9 +208,16 @@ export class IndexOutbox {
     if (!staged && (this.deliveredSeq !== undefined || this.undelivered() === undefined)) return Promise.resolve();
     // The delivery is the runtime's (`waitUntil` in start) and never rejects.
     void this.start(COALESCE_MS);
-    return staged && deadlineMs === undefined
-      ? this.alarms.ensure(this.settings.clock.nowMs() + DELIVERY_CHECK_MS)
-      : Promise.resolve();
+    return staged ? this.alarms.ensure(this.settings.clock.nowMs() + DELIVERY_CHECK_MS) : Promise.resolve();
+  }
+
+  /**
+   * When the alarm must make sure what this step staged left ({@link DELIVERY_CHECK_MS} from
+   * now), or undefined when it staged nothing. The mutation arms its alarm for the earlier of
+   * this and its deadline, so one alarm write serves both.
+   */
+  deliveryCheckAtMs(): number | undefined {
+    return this.enabled && this.stagedSinceKick ? this.settings.clock.nowMs() + DELIVERY_CHECK_MS : undefined;
   }
 
   /** Start a delivery unless one is in flight (then mark dirty). Undefined when none can run. */

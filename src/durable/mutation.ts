@@ -21,7 +21,10 @@
  *   publishes nothing and starts no delivery. A refusal commits no state; all a store may
  *   write for it is the answer itself, for an operation-id replay (claims).
  * - The alarm is issued after the commit and before the publish, no later than the step's
- *   deadline and only ever moved earlier (alarm-schedule.ts). The listing delivery starts
+ *   deadline — and, when the step staged a listing entry, no later than the delivery check
+ *   (index-outbox.ts), so a listed change whose delivery a crash cut off leaves within the
+ *   listing's bound whatever the deadline (a bound claim has none) — and only ever moved
+ *   earlier (alarm-schedule.ts). The listing delivery starts
  *   after the publish and never sits on the mutation's path: only its safety alarm is
  *   awaited (index-outbox.ts). The caller awaits `settled`, both writes, after everything
  *   synchronous is done.
@@ -63,6 +66,12 @@ export interface Mutated<Step> {
 
 const SETTLED: Promise<void> = Promise.resolve();
 
+/** The earlier of two optional instants. */
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  return b === undefined ? a : Math.min(a, b);
+}
+
 /** Run one mutation (see the module comment). Synchronous up to the returned promise. */
 export function runMutation<Step>(
   alarms: AlarmSchedule,
@@ -78,9 +87,11 @@ export function runMutation<Step>(
   }
   steps.afterCommit?.(step);
   if (steps.follows?.(step) === false) return { step, settled: SETTLED };
-  const deadlineMs = steps.deadlineMs(step);
-  const armed = alarms.ensure(deadlineMs);
+  // The earlier of the step's deadline and the check that its listing entry left (one write);
+  // a delivery made now (the alarm's own) needs no check: a failure arms its retry.
+  const checkAtMs = steps.delivery === "now" ? undefined : outbox.deliveryCheckAtMs();
+  const armed = alarms.ensure(earliest(steps.deadlineMs(step), checkAtMs));
   steps.publish?.(step);
-  const delivered = steps.delivery === "now" ? outbox.flush() : outbox.kick(deadlineMs);
+  const delivered = steps.delivery === "now" ? outbox.flush() : outbox.kick();
   return { step, settled: Promise.all([armed, delivered]).then(() => undefined) };
 }

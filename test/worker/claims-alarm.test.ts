@@ -6,6 +6,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ManualClock, systemClock } from "../../src/core/clock.ts";
+import { DELIVERY_CHECK_MS } from "../../src/durable/index-outbox.ts";
 import { claimStub, claimUrl, get, openWatch, post, unique } from "./claims-helpers.ts";
 
 async function setup() {
@@ -17,12 +18,21 @@ async function setup() {
     instance.hooks.clock = clock;
   });
   const alarmAt = () => runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+  /**
+   * A listed change arms the alarm for its delivery check first (1 s, index-outbox.ts), no
+   * later than the deadline: run that check, which re-arms for the deadline.
+   */
+  const passDeliveryCheck = async () => {
+    expect(await alarmAt()).toBe(clock.nowMs() + DELIVERY_CHECK_MS);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+  };
   return {
     ns,
     claim,
     stub,
     clock,
     alarmAt,
+    passDeliveryCheck,
     post: (suffix: string, body: unknown) => post(claimUrl(ns, claim, suffix), body),
     read: () => get(claimUrl(ns, claim)),
     watch: (query = "") => openWatch(ns, claim, query),
@@ -33,6 +43,7 @@ describe("claim expiry", { timeout: 60_000 }, () => {
   it("the alarm expires the claim at the deadline and the watcher hears `expired`", async () => {
     const c = await setup();
     const acquired = (await c.post("/acquire", { generationId: "g1", ttlMs: 60_000 })).body.claim;
+    await c.passDeliveryCheck();
     expect(await c.alarmAt()).toBe(acquired.expiresAtMs + 1);
     const w = await c.watch();
     await w.next();
@@ -78,6 +89,7 @@ describe("claim expiry", { timeout: 60_000 }, () => {
       token: "1",
       ttlMs: 30_000,
     });
+    await c.passDeliveryCheck();
     expect(await c.alarmAt()).toBe(prepared.body.claim.expiresAtMs + 1);
     await c.clock.advance(30_001);
     await runDurableObjectAlarm(c.stub);
@@ -154,6 +166,7 @@ describe("claim expiry", { timeout: 60_000 }, () => {
   it("a renew that extends the lease leaves the earlier alarm, which re-arms; a release leaves a harmless one", async () => {
     const c = await setup();
     const acquired = (await c.post("/acquire", { generationId: "g1", ttlMs: 60_000 })).body.claim;
+    await c.passDeliveryCheck();
     await c.clock.advance(30_000);
     const renewed = (await c.post("/renew", { generationId: "g1", token: "1", ttlMs: 120_000 })).body.claim;
     // No alarm write for an extension: the old deadline's alarm stays armed.

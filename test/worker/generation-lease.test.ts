@@ -17,6 +17,13 @@ import type { GenerationObject } from "./test-entry.ts";
 
 const TTL = 60_000;
 
+/** Wait (bounded) until the object's alarm is armed no earlier than `atMs`: alarms the runtime fires by itself settle first. */
+async function untilAlarmFrom(stub: DurableObjectStub<GenerationObject>, atMs: number): Promise<void> {
+  const armed = async () => (await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())) ?? 0;
+  for (let i = 0; i < 200 && (await armed()) < atMs; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(await armed()).toBeGreaterThanOrEqual(atMs);
+}
+
 /** `behindMs`: how far the object's manual clock starts behind the runtime's (which stamps pings). */
 async function setup(behindMs = 0) {
   const ns = unique("ns");
@@ -129,6 +136,10 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
     const openedDeadline = opening.generation.leaseExpiresAtMs as number;
     channel.ws.send('{"type":"ping"}');
     expect(await channel.next()).toEqual({ type: "pong" });
+    // The opening's listing check (1 s on the manual clock, already past for the runtime's)
+    // fires on its own and re-arms for the lease's deadline (moved by the ping already, if it
+    // read it): wait for that re-arm.
+    await untilAlarmFrom(g.stubOf(), openedDeadline + 1);
     // The alarm, at the deadline the opening promised, reads the last ping's time (the
     // runtime's clock) and keeps the lease instead of ending it.
     await g.clock.advance(openedDeadline + 1 - g.clock.nowMs());
