@@ -1,6 +1,6 @@
 // Durability: the fencing token, history and operation records survive the object being
 // torn down and restarted; the token stops at 2^64−2 with `token_overflow`.
-import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideClaim } from "../../src/core/claim-machine.ts";
 import { ClaimStore } from "../../src/claims/store.ts";
@@ -57,8 +57,14 @@ describe("claim durability", { timeout: 60_000 }, () => {
     const c = fresh();
     const acquired = (await c.post("/acquire", { generationId: "g1", ttlMs: TTL })).body.claim;
     await abortAllDurableObjects();
-    const alarm = await runInDurableObject(c.stub(), (_i, state) => state.storage.getAlarm());
-    expect(alarm).toBe(acquired.expiresAtMs + 1);
+    const alarmAt = () => runInDurableObject(c.stub(), (_i, state) => state.storage.getAlarm());
+    const alarm = await alarmAt();
+    expect(alarm).not.toBeNull();
+    expect(alarm!).toBeLessThanOrEqual(acquired.expiresAtMs + 1);
+    // The listing's delivery check (1 s after the acquire) may not have fired yet: running it
+    // re-arms the surviving alarm for the claim's deadline.
+    if (alarm !== acquired.expiresAtMs + 1) expect(await runDurableObjectAlarm(c.stub())).toBe(true);
+    expect(await alarmAt()).toBe(acquired.expiresAtMs + 1);
   });
 
   it("the schema migration is idempotent: a restarted object keeps its rows", async () => {
