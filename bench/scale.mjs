@@ -16,12 +16,17 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import WebSocket from "ws";
-import { hardLimit, stopAllAndExit } from "./cleanup.mjs";
-import { makeClient } from "./http.mjs";
+import { exitOnUncaught, hardLimit, stopAllAndExit } from "./cleanup.mjs";
+import { expectStatus, makeClient } from "./http.mjs";
 import { PRICES, countByPhase, kindOf, monthlyUsd, parseMeterLine, projectPhase, summarize } from "./scale-model.mjs";
 import { startServer } from "./server.mjs";
 import { parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { GenerationSession, HttpClaimsBackend } from "../src/client/index.ts";
+
+/** What the run is doing, named when it fails. */
+let stage = "start";
+// Any failure ends the run with one line naming it, never a stack (and stops the server).
+exitOnUncaught("bench:scale", () => stage);
 
 const USAGE = `usage: npm run bench:scale -- [--listing-entries N] [--claims N] [--ttl-ms MS] [--scopes M]
   [--steady-s S] [--idle-s S] [--shards N]`;
@@ -93,6 +98,7 @@ const phases = [];
 /** @type {Record<string, number>} */
 const workerRequestsByPhase = {};
 async function phase(/** @type {string} */ name, /** @type {() => Promise<void>} */ run) {
+  stage = `phase ${name}`;
   const startMs = Date.now();
   const before = workerRequests;
   await run();
@@ -241,8 +247,12 @@ await phase("setup", async () => {
 
   for (let s = 0; s < scopes; s++) {
     const url = `${base}/volumes/vol-${s % 4}/stores/store-${s}`;
-    const lease = await call("POST", `${url}/leases`, { participantId: `holder-${s}`, ttlMs });
-    holders.push({ url, leaseId: /** @type {any} */ (lease.body).lease.leaseId });
+    const lease = expectStatus(
+      await call("POST", `${url}/leases`, { participantId: `holder-${s}`, ttlMs }),
+      201,
+      `lease ${url}`,
+    );
+    holders.push({ url, leaseId: lease.lease.leaseId });
     // A waiter that queues for the whole phase, and a watcher.
     waiters.push(
       call("POST", `${url}/leases`, {
@@ -254,6 +264,11 @@ await phase("setup", async () => {
     );
     const ws = new WebSocket(`${url.replace("http", "ws")}/watch`, { headers: { authorization: "Bearer dev-token" } });
     ws.on("message", () => undefined);
+    // A watcher that fails (its handshake refused, its connection broken) fails the run, in one
+    // line (exitOnUncaught): the phases would count fewer frames than they say.
+    ws.on("error", (err) => {
+      throw new Error(`watcher of ${url}: ${err.message}`);
+    });
     watchers.push(ws);
   }
 });
@@ -323,6 +338,7 @@ await phase("handoff", async () => {
 });
 
 // Release everything, end every lease and wait, close every watcher; wait until the listing caught up.
+stage = "the release of everything";
 const releasedAll = await batches(
   steadyNames.map((claim) => ({ op: "release", claim, generationId: "g2", token: tokens.get(claim) })),
 );
@@ -332,7 +348,7 @@ for (const ws of watchers) ws.close(1000);
 await releaseGrantedWaiters();
 const caughtUpBy = Date.now() + 30_000;
 for (;;) {
-  const stats = /** @type {any} */ ((await call("GET", `${base}/stats`)).body);
+  const stats = /** @type {any} */ (expectStatus(await call("GET", `${base}/stats`), 200, "stats"));
   if (stats.claimsByPhase.owned === 0 && stats.claimsByPhase.reserved === 0) break;
   if (Date.now() > caughtUpBy) throw new Error(`the listing did not catch up: ${JSON.stringify(stats.claimsByPhase)}`);
   await sleep(250);
@@ -357,6 +373,8 @@ await quiet();
 await phase("idle", async () => {
   await sleep(idleS * 1000);
 });
+
+stage = "the report";
 
 /** Grants a waiter received when its holder left: end them too. */
 async function releaseGrantedWaiters() {
