@@ -108,6 +108,8 @@ export function hardLimit(program, ms) {
  * `UsageError`. What fails after it (requests cut off by the stopping) is not printed.
  * @param {string} program named in the line
  * @param {() => string} [where] what the run was doing (e.g. its phase), named in the line
+ * @returns {(err: unknown) => void} the same ending, for a failure the caller finds itself
+ *   (an event whose emitter swallows what its listeners throw)
  */
 export function exitOnUncaught(program, where) {
   installHandlers();
@@ -131,6 +133,7 @@ export function exitOnUncaught(program, where) {
   };
   process.on("uncaughtException", fail);
   process.on("unhandledRejection", fail);
+  return fail;
 }
 
 /**

@@ -26,7 +26,7 @@ import { GenerationSession, HttpClaimsBackend } from "../src/client/index.ts";
 /** What the run is doing, named when it fails. */
 let stage = "start";
 // Any failure ends the run with one line naming it, never a stack (and stops the server).
-exitOnUncaught("bench:scale", () => stage);
+const fail = exitOnUncaught("bench:scale", () => stage);
 
 const USAGE = `usage: npm run bench:scale -- [--listing-entries N] [--claims N] [--ttl-ms MS] [--scopes M]
   [--steady-s S] [--idle-s S] [--shards N]`;
@@ -288,6 +288,9 @@ await phase("setup", async () => {
     leaseTtlMs: ttlMs,
   });
   owner.on("claim.renewed", () => void renewals++);
+  // A lost claim ends the run where it happens: every later count would be of fewer claims
+  // (on a loaded machine, renewals answered later than the ttl allows).
+  owner.on("claim.lost", ({ claim, error }) => fail(new Error(`claim ${claim} lost: ${error.message}`)));
   const handles = steadyNames.map((name) => owner.claim(name));
   let next = 0;
   await Promise.all(
@@ -330,11 +333,9 @@ await phase("setup", async () => {
     );
     const ws = new WebSocket(`${url.replace("http", "ws")}/watch`, { headers: { authorization: "Bearer dev-token" } });
     ws.on("message", () => undefined);
-    // A watcher that fails (its handshake refused, its connection broken) fails the run, in one
-    // line (exitOnUncaught): the phases would count fewer frames than they say.
-    ws.on("error", (err) => {
-      throw new Error(`watcher of ${url}: ${err.message}`);
-    });
+    // A watcher that fails (its handshake refused, its connection broken) fails the run: the
+    // phases would count fewer frames than they say.
+    ws.on("error", (err) => fail(new Error(`watcher of ${url}: ${err.message}`)));
     watchers.push(ws);
   }
 });
