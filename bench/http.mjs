@@ -8,8 +8,9 @@
  *
  * Guarantees: every response body is read to the end (so connections are reused) and parsed
  * as JSON when non-empty; one dispatcher per client, with as many connections per origin as
- * there are requests in flight (a closed loop of N clients holds N). It does not retry
- * anything.
+ * there are requests in flight (a closed loop of N clients holds N); a request that gets no
+ * answer rejects with an Error naming its method and URL (the library's error as `cause`).
+ * It does not retry anything.
  */
 import http from "node:http";
 
@@ -71,12 +72,16 @@ export async function makeClient(token) {
     return {
       name: `undici ${version} request() (keep-alive)`,
       async call(method, url, body) {
-        const res = await undici.request(url, {
-          method,
-          dispatcher,
-          ...(body === undefined ? { headers } : { headers: jsonHeaders, body: JSON.stringify(body) }),
-        });
-        return { status: res.statusCode, body: parse(await res.body.text()) };
+        try {
+          const res = await undici.request(url, {
+            method,
+            dispatcher,
+            ...(body === undefined ? { headers } : { headers: jsonHeaders, body: JSON.stringify(body) }),
+          });
+          return { status: res.statusCode, body: parse(await res.body.text()) };
+        } catch (err) {
+          throw noAnswer(method, url, err);
+        }
       },
       close: () => dispatcher.close(),
     };
@@ -88,7 +93,7 @@ export async function makeClient(token) {
         return new Promise((resolve, reject) => {
           const payload = body === undefined ? undefined : JSON.stringify(body);
           const req = http.request(url, { method, agent, headers: payload === undefined ? headers : jsonHeaders });
-          req.on("error", (err) => reject(err));
+          req.on("error", (err) => reject(noAnswer(method, url, err)));
           req.on("response", (res) => {
             let text = "";
             res.setEncoding("utf8");
@@ -101,6 +106,18 @@ export async function makeClient(token) {
       close: () => Promise.resolve(agent.destroy()),
     };
   }
+}
+
+/**
+ * The error of a request that got no answer: names the request, keeps the library's error.
+ * @param {string} method
+ * @param {string} url
+ * @param {unknown} err
+ */
+function noAnswer(method, url, err) {
+  const code = /** @type {{ code?: unknown }} */ (err)?.code;
+  const why = err instanceof Error && err.message !== "" ? err.message : String(code ?? err);
+  return new Error(`${method} ${url}: no answer (${why})`, { cause: err });
 }
 
 /**

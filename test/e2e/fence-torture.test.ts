@@ -27,11 +27,17 @@ describe("fence torture (short)", () => {
         stdio: ["ignore", "pipe", "pipe"],
         env: { ...process.env, NO_COLOR: "1" },
       });
+      // Both streams, for the failure message; the summary is stdout's last line (stdout
+      // alone: the two pipes' chunks arrive in no defined order relative to each other).
       let output = "";
-      child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+      let stdout = "";
+      child.stdout.on("data", (d: Buffer) => {
+        output += d.toString();
+        stdout += d.toString();
+      });
       child.stderr.on("data", (d: Buffer) => (output += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-      const last = output.trim().split("\n").at(-1) ?? "";
+      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+      const last = stdout.trim().split("\n").at(-1) ?? "";
       const figures =
         /^writes (\d+), refused (\d+), unknown (\d+), pauses (\d+), crashes (\d+), takeovers (\d+), evictions (\d+), violations (\d+)$/.exec(
           last,
