@@ -55,7 +55,7 @@ export interface Receipt<T> {
 
 /** The watch-specific half: resume point, meaning of messages, acknowledgement. */
 export interface WatchAdapter<M, C, T> {
-  /** URL of the next connection (it carries the resume point). */
+  /** URL of the next connection (it carries the resume point); asked just before the connection is opened. */
   url(): string;
   /** After a connection that was never established: reject with the refusal, if any. */
   probe(signal: AbortSignal): Promise<void>;
@@ -65,6 +65,8 @@ export interface WatchAdapter<M, C, T> {
   taken(item: T): void;
   /** The acknowledgement of `count` events processed since the last one (undefined: none to send). */
   ack(count: number): C | undefined;
+  /** A keep-alive ping is about to go out on the current connection (the lease channel times them). */
+  pinged?(): void;
 }
 
 export interface WatchSocketOptions<M, C> {
@@ -305,11 +307,18 @@ export class WatchSocket<M, C, T> implements AsyncIterable<T> {
         () => {},
       );
       socket.addEventListener("open", () => {
-        void pingUntilSilent(socket, clock, pingIntervalMs, connectionEnd.signal, () => {
-          const alive = heardSincePing;
-          heardSincePing = false;
-          return alive;
-        });
+        void pingUntilSilent(
+          socket,
+          clock,
+          pingIntervalMs,
+          connectionEnd.signal,
+          () => {
+            const alive = heardSincePing;
+            heardSincePing = false;
+            return alive;
+          },
+          () => this.adapter.pinged?.(),
+        );
       });
       socket.addEventListener("message", (event) => {
         heardSincePing = true;
