@@ -13,7 +13,9 @@
  *   (client/lease-timing.ts: a pong that arrives after the deadline already held counts for
  *   nothing).
  * - A pong is stamped with the epoch its connection opened in; `lease` and `ended` are
- *   passed on as the server sent them. Pings go out every `pingIntervalMs` from the
+ *   passed on as the server sent them. `ended` is the channel's last item: the server closes
+ *   the connection after it, and the channel ends then (no reconnect, which would be a
+ *   keepalive starting a new epoch). Pings go out every `pingIntervalMs` from the
  *   connection's open; a connection that answers nothing for an interval is replaced, and
  *   reconnects go through the client's one backoff (watch-socket.ts).
  * - A channel that never got established gives up after {@link LEASE_CHANNEL_ATTEMPTS}
@@ -96,7 +98,9 @@ class LeaseChannelAdapter implements WatchAdapter<LeaseChannelMessage, Ping, Lea
           return { ...message, receivedAtMs };
       }
     })();
-    return { items: item === undefined ? [] : [item], event: false, established: true };
+    // `ended`: the server closes the channel itself; the channel ends then, without reconnecting.
+    const final = message.type === "ended";
+    return { items: item === undefined ? [] : [item], event: false, established: true, final };
   }
 
   taken(): void {}

@@ -30,6 +30,8 @@ export interface Confirmation {
 
 export class Term implements LeaseTerm {
   readonly controller = new AbortController();
+  /** The server said this epoch ended (its channel closes by itself then). */
+  endedByServer = false;
   /** The send time of the newest keepalive the channel confirmed for this epoch. */
   private heardAtMs = Number.NEGATIVE_INFINITY;
   private readonly waiting = new Set<() => void>();

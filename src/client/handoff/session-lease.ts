@@ -24,8 +24,9 @@
  *   live lease for a handoff to bind to it). A refusal stops the loop; the next {@link live}
  *   tries again.
  *
- * Does not: bind claims (session-claim.ts does, with `bound: true`), end the lease when the
- * session closes (retiring the generation does), or outlast the process.
+ * Does not: bind claims (session-claim.ts does, with `bound: true`; so does `shiftlock claims
+ * run`), end the lease when the session closes (retiring the generation does), or outlast
+ * the process.
  */
 import { sleepLinked } from "../../core/clock.ts";
 import { ShiftlockError, hasCode, type ErrorCode } from "../../protocol/errors.ts";
@@ -53,9 +54,16 @@ const PERMANENT: readonly ErrorCode[] = [
   "unsupported",
 ];
 
-/** What the lease needs from its session. */
+/** What keeping a generation's lease takes (a session's resolved config has it all). */
+export type LeaseKeeping = Pick<
+  ResolvedConfig,
+  "backend" | "clock" | "generationId" | "leaseTtlMs" | "renewIntervalMs" | "safetyMarginMs"
+>;
+
+/** What the lease needs from its session (or the CLI that keeps one by itself). */
 export interface SessionLeaseHost {
-  readonly cfg: ResolvedConfig;
+  readonly cfg: LeaseKeeping;
+  /** Told `lease.started`, `lease.renewed`, `lease.lost` and the failures handled (`error`). */
   readonly events: RuntimeEvents;
 }
 
@@ -182,7 +190,7 @@ export class SessionLease {
   private async keep(term: Term): Promise<boolean> {
     const { cfg, events } = this.host;
     const stop = anySignal(term.lost, this.stop.signal);
-    const channel = this.openChannel(term, stop);
+    const channel = this.openChannel(term);
     let atDeadline = false;
     await keepAlive<Confirmation>({
       clock: cfg.clock,
@@ -213,7 +221,9 @@ export class SessionLease {
           epoch: term.epoch.toString(10),
         }),
     }).catch((err: unknown) => this.lose(term, err instanceof Error ? err : new Error(String(err))));
-    channel?.close();
+    // After `ended` the server closes the channel itself (and the channel ends then): closing
+    // it here as well would race the server's close.
+    if (!term.endedByServer) channel?.close();
     return atDeadline;
   }
 
@@ -241,14 +251,14 @@ export class SessionLease {
   }
 
   /** The term's channel, when the backend can open one; it follows the term and closes with it. */
-  private openChannel(term: Term, stop: AbortSignal): LeaseChannel | undefined {
+  private openChannel(term: Term): LeaseChannel | undefined {
     const { cfg, events } = this.host;
     let channel: LeaseChannel | undefined;
     try {
       channel = cfg.backend.openLeaseChannel?.(cfg.generationId, {
         ttlMs: cfg.leaseTtlMs,
         pingIntervalMs: cfg.renewIntervalMs,
-        signal: stop,
+        signal: this.stop.signal,
       });
     } catch (err) {
       events.emit("error", { op: "lease-channel", error: err as Error });
@@ -259,10 +269,8 @@ export class SessionLease {
 
   private async follow(term: Term, channel: LeaseChannel): Promise<void> {
     try {
-      for await (const item of channel) {
-        if (term.lost.aborted) break;
-        this.onChannelItem(term, item);
-      }
+      // Read to the end (the term's end closes the channel, or the server does after `ended`).
+      for await (const item of channel) if (!term.lost.aborted) this.onChannelItem(term, item);
     } catch (err) {
       // The channel gave up (it never got established, or was refused): HTTP keepalives go on.
       if (!term.lost.aborted && !this.stop.signal.aborted) {
@@ -282,6 +290,7 @@ export class SessionLease {
         return;
       case "ended":
         if (item.leaseEpoch !== term.epoch) return; // an older connection's epoch
+        term.endedByServer = true;
         return this.lose(
           term,
           new ShiftlockError("lease_lost", `the generation's lease ended (${item.reason})`, {
