@@ -22,6 +22,8 @@ export const DEMO_USAGE = `usage: npm run demo -- [options]
   --drain WHEN  before-commit (default: A keeps working while its claims are only
                 prepared, then drains and commits) or before-prepare (drain, prepare,
                 commit: handoffTo's default)
+  --unbound     each claim keeps a ttl of its own and renews it (bound: false); default:
+                the claims are bound to each generation's lease, one keepalive for all
   --help, -h
 
 The token is $SHIFTLOCK_TOKEN, else dev-token. The last line of the output is JSON:
@@ -38,6 +40,8 @@ export interface DemoOptions {
   rttMs: number | undefined;
   /** When generation A drains its work during the handoff. */
   drain: "before-commit" | "before-prepare";
+  /** Claims bound to each generation's lease (the default) or each with its own ttl. */
+  bound: boolean;
 }
 
 /**
@@ -50,6 +54,7 @@ export function parseDemoArgs(argv: readonly string[]): DemoOptions {
     url: { type: "string" },
     "rtt-ms": { type: "string" },
     drain: { type: "string" },
+    unbound: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   return {
@@ -58,5 +63,6 @@ export function parseDemoArgs(argv: readonly string[]): DemoOptions {
     url: parseHttpUrl("--url", values.url),
     rttMs: parseRttMs(values["rtt-ms"]),
     drain: parseChoice("--drain", values.drain, ["before-commit", "before-prepare"] as const) ?? "before-commit",
+    bound: values.unbound !== true,
   };
 }

@@ -4,7 +4,10 @@
  * there was no overlap (every accepted write carries the newest token, stale writes are
  * rejected) and shows how long each claim had no writer. The handoff is one prepare request
  * and one commit request for all claims (batch, docs/protocol.md#batch); A keeps working
- * while the claims are only prepared and drains just before the commit.
+ * while the claims are only prepared and drains just before the commit. Each generation's
+ * claims are bound to its lease (docs/protocol.md#sessions: one keepalive per generation
+ * over the lease channel, no renew per claim; the commit binds them to B's lease), or,
+ * with `--unbound`, each claim renews its own ttl.
  *
  * The last line of the output is one JSON object for scripts and tests:
  * `{"claims":N,"rttMs":…,"gapMs":…,"staleWritesRejected":…}` — `rttMs` is the median round
@@ -20,7 +23,7 @@
  * `--rtt-ms MS` (both generations
  * talk to the server through bench/wan-relay.mjs, which adds that round trip; `rttMs` is then
  * the `/healthz` median through the relay, and the demo refuses to run, exit 3, when it is
- * more than 2 ms off), `--help`. Token:
+ * more than 2 ms off), `--unbound`, `--help`. Token:
  * $SHIFTLOCK_TOKEN or `dev-token`. Exit status 1 when an invariant is violated, 2 for a
  * usage mistake.
  */
@@ -148,6 +151,7 @@ async function main(): Promise<number> {
       backend: backendA,
       generationId: `billing-A-${suffix}`,
       leaseTtlMs: 6_000,
+      bound: options.bound,
     });
     const B = await GenerationSession.open({
       service: "billing",
@@ -155,6 +159,7 @@ async function main(): Promise<number> {
       backend: backendB,
       generationId: `billing-B-${suffix}`,
       leaseTtlMs: 6_000,
+      bound: options.bound,
     });
     const leaseEnd = new Map<string, number>();
     const adoptedAt = new Map<string, number>();
@@ -162,13 +167,15 @@ async function main(): Promise<number> {
       const at = now();
       if (e.type === "claim.released" && e.reason === "transferred") leaseEnd.set(e.claim, at);
       if (e.type === "claim.acquired" && who === "B") adoptedAt.set(e.claim, at);
-      if (e.type === "claim.renewed" || e.type === "error") return;
+      if (e.type === "claim.renewed" || e.type === "lease.renewed" || e.type === "error") return;
       const detail =
         e.type === "generation.state"
           ? `${e.from} → ${e.to}`
           : "claim" in e
             ? `${e.claim}${"token" in e ? ` token ${e.token}` : ""}${e.type === "claim.acquired" && e.adopted ? " (adopted from the commit event)" : ""}`
-            : "";
+            : "epoch" in e
+              ? `epoch ${e.epoch}`
+              : "";
       marks.push({ atMs: at, who, what: `${e.type} ${detail}`.trim() });
     };
     A.onAny(record("A"));
@@ -230,7 +237,12 @@ async function main(): Promise<number> {
     const via = relay === undefined ? "" : ` via a WAN relay adding ${options.rttMs} ms RTT`;
     console.log(`\nshiftlock rolling-deploy demo — ${server.url}${via}, namespace ${namespace}, ${N} claims`);
     console.log(
-      `round trip: no-op (GET /healthz) median ${rttMs.toFixed(1)} ms; one claim renew median ${renewMs.toFixed(1)} ms\n`,
+      `round trip: no-op (GET /healthz) median ${rttMs.toFixed(1)} ms; one claim renew median ${renewMs.toFixed(1)} ms`,
+    );
+    console.log(
+      options.bound
+        ? "claims bound to each generation's lease: one keepalive per generation every ttl/3 (the lease channel), no renew per claim\n"
+        : "claims unbound (--unbound): each claim renews its own ttl every ttl/3\n",
     );
     console.log("timeline (ms since start; writes summarised per generation below)");
     for (const m of marks.sort((a, b) => a.atMs - b.atMs)) console.log(`${fmt(m.atMs)}  ${m.who}  ${m.what}`);

@@ -47,6 +47,8 @@ export const CLI_OPTIONS = {
   service: { type: "string" },
   instance: { type: "string" },
   reason: { type: "string" },
+  // generations keepalive
+  once: { type: "boolean" },
   // claims evict, coord evict
   note: { type: "string" },
   // coord

@@ -4,7 +4,8 @@
  * with a header once the last page arrived, or one JSON object per record with `--json`,
  * streamed page after page). `claims evict` is an operator's (the `admin` role): it prints
  * the record it left. `claims run` holds a claim while a command runs
- * (run-commands.ts). A mutation without `--ttl` asks for the client's default lease,
+ * (run-commands.ts); `generations keepalive` without `--once` keeps a generation's lease
+ * until Ctrl-C (lease-keeper.ts). A mutation without `--ttl` asks for the client's default lease,
  * {@link DEFAULT_LEASE_TTL_MS} — except `renew`, where a silent default could shorten the
  * lease, so the ttl is required.
  */
@@ -205,6 +206,26 @@ export async function generationsCommand(sub: string, ctx: CommandContext): Prom
       const id = one(ctx, "generation id");
       f.done();
       print(ctx.p, { generation: await (await ctx.claims()).getGeneration(id, opts) });
+      return;
+    }
+    case "keepalive": {
+      const id = one(ctx, "generation id");
+      const ttlMs = f.duration("ttl") ?? DEFAULT_LEASE_TTL_MS;
+      const once = f.bool("once");
+      const operationId = once ? f.string("operation-id") : undefined;
+      f.done();
+      if (once) {
+        const req = { id, ttlMs, ...withOp(operationId) };
+        print(ctx.p, { generation: await (await ctx.claims()).keepaliveGeneration(req, opts) });
+        return;
+      }
+      // Loaded on demand: the lease loop is only this command's (and `claims run`'s).
+      return (await import("./lease-keeper.ts")).keepaliveUntilInterrupted(ctx, id, ttlMs);
+    }
+    case "end-lease": {
+      const id = one(ctx, "generation id");
+      f.done();
+      print(ctx.p, { generation: await (await ctx.claims()).endGenerationLease(id, opts) });
       return;
     }
     case "set-state": {

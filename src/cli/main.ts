@@ -51,6 +51,9 @@ generations
   generations get <id>
   generations list [--service S] [--state STATE] [--limit 100]
   generations set-state <id> <state> [--reason TEXT]
+  generations keepalive <id> [--ttl ${TTL}] [--once]                 keep its lease (the lease channel) until
+                                     Ctrl-C, printing each deadline; --once: one keepalive
+  generations end-lease <id>                                   end its lease now (its bound claims expire)
 
 coord (scope: --volume V [--store S] [--key K] [--participant P])
   coord scopes [--volume V] [--limit 100]                      every scope of the namespace

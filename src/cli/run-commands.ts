@@ -7,9 +7,11 @@
  *   `SHIFTLOCK_FENCING_TOKEN`, `SHIFTLOCK_GENERATION` (claims) or `SHIFTLOCK_LEASE_EPOCH`,
  *   `SHIFTLOCK_LEASE_ID` (coord), and `SHIFTLOCK_FENCE_KEY` (both: the lease's fence key,
  *   docs/fencing.md) added to the inherited environment.
- * - The lease is renewed every ttl/3 while the command runs and released only after the
- *   command ended — never while it may still be writing. When the command ends, the status
- *   is its own (signal → 128 + n).
+ * - The lease is kept while the command runs — `claims run` of a registered generation binds
+ *   the claim to the generation's lease, which it keeps itself (one keepalive every ttl/3
+ *   over the lease channel, claim-lock.ts); otherwise the claim (or coord lease) is renewed
+ *   every ttl/3 — and released only after the command ended, never while it may still be
+ *   writing. When the command ends, the status is its own (signal → 128 + n).
  * - Loss of the lease stops the command (SIGTERM, SIGKILL after `--grace`) and the
  *   status is `EXIT_STATUS.leaseLost` (4) whatever the command returned.
  * - SIGINT/SIGTERM while waiting for the lease end the wait (status 128 + n, nothing ran);

@@ -1,10 +1,13 @@
 /**
  * When a lease is renewed and when it is declared lost: the one rule of the client, shared
- * by the handoff runtime's claim leases (`Lease`) and the coord `WriteLease`.
+ * by the handoff runtime's claim leases (`Lease`), the generation session's lease (one
+ * epoch at a time; its bound claims share its {@link LeaseDeadline}) and the coord
+ * `WriteLease`.
  *
  * Guarantees:
- * - A renew (claims) or keepalive (coord) is due every `intervalMs` (default ttl/3) after
- *   the *send* time of the last successful one.
+ * - A renew (claims) or keepalive (coord, a generation's lease) is due every `intervalMs`
+ *   (default ttl/3) after the *send* time of the last successful one (a lease channel's
+ *   ping counts from the instant it went out).
  * - The server starts a ttl when it *receives* the request, which is no earlier than we
  *   sent it, so it keeps the lease at least until `sentAt + ttl` of the last successful
  *   renew (or acquire) — whatever the offset between the two clocks. That bound is the
@@ -72,6 +75,12 @@ export interface KeepAliveOptions<T> {
   ttlMs(): number;
   /** One renew; `signal` aborts when the loss point passes first or the loop stops. */
   send(ttlMs: number, signal: AbortSignal): Promise<T>;
+  /**
+   * When the keepalive `value` confirms was sent, if not when `send` was called (a lease
+   * channel's ping may have gone out just before). Must be no later than the server
+   * received it.
+   */
+  sentAtOf?(value: T): number;
   /** True for an answer that proves the lease is gone. */
   isRefusal(err: unknown): boolean;
   /** A renew succeeded (the deadline has moved); return an error to declare a loss instead. */
@@ -152,7 +161,7 @@ async function renewBefore<T>(o: KeepAliveOptions<T>, ttlMs: number, lossAtMs: n
   o.stop.addEventListener("abort", onStop, { once: true });
   try {
     const call = o.send(ttlMs, attempt.signal).then(
-      (value): Attempt<T> => ({ kind: "ok", value, sentAtMs }),
+      (value): Attempt<T> => ({ kind: "ok", value, sentAtMs: o.sentAtOf?.(value) ?? sentAtMs }),
       (error: unknown): Attempt<T> =>
         o.isRefusal(error) ? { kind: "refused", error: error as Error } : { kind: "transient", error },
     );

@@ -2,9 +2,10 @@
 // real server, each holding a lease for a real child process: the child's status comes
 // back, the lease's variables reach it, a loss stops it (SIGTERM, then SIGKILL after the
 // grace period) with status 4, Ctrl-C is forwarded and releases, and a waiting run acquires
-// when the holder releases. Losses are forced through the API (a commit to another
-// generation, a deleted coord lease, an operator's `shiftlock claims evict`), never by
-// sleeping past a deadline.
+// when the holder releases; a registered generation's claim is bound to the lease the run
+// keeps itself. Losses are forced through the API (a commit to another generation, a deleted
+// coord lease, an operator's `shiftlock claims evict`, the end of a generation's lease),
+// never by sleeping past a deadline.
 import { spawn, type ChildProcess } from "node:child_process";
 import { describe, expect, inject, it } from "vitest";
 import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
@@ -147,6 +148,25 @@ describe("shiftlock claims run / coord run (processes)", { timeout: 60_000 }, ()
     const backend = claims();
     const next = await backend.acquireClaim({ claimName: claim, generationId: "g2", ttlMs: 15_000 });
     expect(next.fencingToken).toBe(BigInt(token ?? "") + 1n);
+    await backend.close();
+  });
+
+  it("a registered generation: the claim is bound to the lease the run keeps; the lease's end stops the command", async () => {
+    const claim = `run-${crypto.randomUUID()}`;
+    const generation = `cron-${crypto.randomUUID()}`;
+    const backend = claims();
+    await backend.registerGeneration({ id: generation, service: "cron", instanceId: "host-1" });
+    const args = ["claims", "run", claim, "--generation", generation, "--ttl-ms", "3000"];
+    const run = shiftlock(args, `${REPORT_ENV} ${ON_TERM_EXIT_0} ${STAY}`);
+    const { token } = await report(run);
+    expect(token).toBe("1");
+    expect(await backend.getClaim(claim)).toMatchObject({ ownerGeneration: generation, bound: true, leaseEpoch: 1n });
+    // The run keeps the generation's lease over the lease channel; ending it ends the claim.
+    await backend.endGenerationLease(generation);
+    expect(await run.exited).toBe(4);
+    expect(run.stdout()).toContain("got SIGTERM");
+    expect(run.stderr()).toMatch(/lease was lost while the command ran/);
+    expect((await backend.getClaim(claim)).phase).toBe("unowned");
     await backend.close();
   });
 

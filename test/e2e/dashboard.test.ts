@@ -3,9 +3,10 @@
 // object — an acquire, a prepared and committed transfer, and a release each show up in the
 // row (and in the claim's timeline, which opens with the history from before the page
 // loaded) without reloading; a claim kept by renewals (which send no event) never reads
-// "expired"; durations read as people read them; a coord row names its holder; a refused
-// token returns to the token form with the reason; disabled paging buttons look disabled,
-// the filter row lines up, and at 400 px the tables scroll in their boxes, not the page.
+// "expired", nor does a bound claim, which counts down to its owner's lease; durations read
+// as people read them; a coord row names its holder; a refused token returns to the token
+// form with the reason; disabled paging buttons look disabled, the filter row lines up, and
+// at 400 px the tables scroll in their boxes, not the page.
 // Also takes the screenshot the README shows (docs/dashboard.png) when SHIFTLOCK_SCREENSHOT=1.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
@@ -256,6 +257,43 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
       },
     });
     await narrow.close();
+  });
+
+  it("counts a bound claim down to its owner's lease, read from the generation, never expired while kept", async () => {
+    // Keepalives send no watch event, and the claim's own deadline trails them: the page reads
+    // the generation (exact) once the lease deadline it shows has passed.
+    // ttl 6 s, kept every 2 s (ttl/3): the page shows the last keepalive's deadline for 4 s.
+    const ttlMs = 6000;
+    const claimName = "bound-leader";
+    const id = "gen-l";
+    await claims.registerGeneration({ id, service: "ui", instanceId: "i" });
+    let kept = await claims.keepaliveGeneration({ id, ttlMs });
+    await claims.acquireClaim({ claimName, generationId: id, bound: true });
+    await listed("claims", names.length + 2); // and renewed-leader, from the test before
+    await page.click("#claim-filters button[type=submit]");
+    await page.waitForSelector(`tr[data-name="${claimName}"][data-watching=true]`);
+    await page.evaluate(`(() => {
+      const row = document.querySelector('tr[data-name="${claimName}"]');
+      const seen = (window.leaseSeen = []);
+      const record = () => seen.push(row.getAttribute("data-phase") + ":" + row.querySelector(".expiry").textContent);
+      record();
+      new MutationObserver(record).observe(row, { subtree: true, childList: true, characterData: true, attributes: true });
+    })()`);
+    for (let i = 0; i < 5; i++) {
+      await new Promise((resolve) => setTimeout(resolve, ttlMs / 3)); // the keepalive cadence, not a wait for the page
+      kept = await claims.keepaliveGeneration({ id, ttlMs });
+    }
+    // The page shows the last keepalive's deadline, exactly as the generation answered it.
+    await page.waitForSelector(`tr[data-name="${claimName}"][data-lease-expires="${kept.leaseExpiresAtMs}"]`, {
+      timeout: ROW_UPDATE_TIMEOUT_MS,
+    });
+    // Not kept any more: the lease ends and the claim with it.
+    await rowShows(claimName, "data-phase", "unowned");
+    const seen = await page.evaluate<string[]>("window.leaseSeen");
+    const whileOwned = seen.filter((entry) => entry.startsWith("owned:"));
+    expect(whileOwned.some((entry) => entry.endsWith("(lease)"))).toBe(true);
+    expect(whileOwned.filter((entry) => /expired/.test(entry))).toEqual([]);
+    expect(errors).toEqual([]);
   });
 
   it("opens every watch with a single-use ticket, never with the token", async () => {

@@ -1,7 +1,8 @@
 // The handoff runtime against the real Worker (`npm start`), over HTTP and WebSockets:
-// ownership, handoff commit with a successor adopting on the commit event, the handoff's
-// one prepare request and one commit request (batch, docs/protocol.md#batch), abort with renewals
-// resuming, a partial transfer rolled back, and loss on a stale token.
+// ownership, handoff commit with a successor adopting on the commit event (its claims bound
+// to its lease epoch), the handoff's one prepare request and one commit request (batch,
+// docs/protocol.md#batch), abort with the lease going on, a partial transfer rolled back,
+// and (unbound) loss on a stale token.
 import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import {
@@ -9,6 +10,7 @@ import {
   HttpClaimsBackend,
   hasCode,
   type FetchLike,
+  type GenerationSessionConfig,
   type RuntimeEvent,
 } from "../../src/client/index.ts";
 
@@ -24,7 +26,12 @@ function backend(fetch?: FetchLike): HttpClaimsBackend {
   });
 }
 
-async function open(id: string, events: RuntimeEvent[] = [], fetch?: FetchLike): Promise<GenerationSession> {
+async function open(
+  id: string,
+  events: RuntimeEvent[] = [],
+  fetch?: FetchLike,
+  extra: Partial<GenerationSessionConfig> = {},
+): Promise<GenerationSession> {
   const session = await GenerationSession.open({
     service: "e2e",
     instanceId: id,
@@ -34,6 +41,7 @@ async function open(id: string, events: RuntimeEvent[] = [], fetch?: FetchLike):
     renewIntervalMs: 500,
     acquireIntervalMs: 100,
     transferTimeoutMs: 5_000,
+    ...extra,
   });
   session.onAny((e) => events.push(e));
   return session;
@@ -70,11 +78,17 @@ describe("handoff runtime on the real service", () => {
     expect(old.endReason).toBe("transferred");
     await a.flush();
     expect((await admin.getGeneration(a.generationId)).state).toBe("retired");
-    expect(await admin.getClaim(claim)).toMatchObject({ ownerGeneration: b.generationId, phase: "owned" });
+    // Bound at the commit to the successor's lease epoch, which its session keeps.
+    expect(await admin.getClaim(claim)).toMatchObject({
+      ownerGeneration: b.generationId,
+      phase: "owned",
+      bound: true,
+      leaseEpoch: b.leaseEpoch!.epoch,
+    });
     await expect(
       admin.renewClaim({ claimName: claim, generationId: a.generationId, token: old.token, ttlMs: 1_000 }),
     ).rejects.toSatisfy((e) => hasCode(e, "not_owner"));
-    await nextEvents(b, "claim.renewed", 1);
+    await nextEvents(b, "lease.renewed", 1);
     expect(adopted.held).toBe(true);
     await b.close();
     expect((await admin.getClaim(claim)).phase).toBe("unowned");
@@ -91,25 +105,28 @@ describe("handoff runtime on the real service", () => {
       return fetch(url, init);
     };
     const a = await open("gen-a", [], counting);
+    const b = await open("gen-b-batch");
     const admin = backend();
     const names = Array.from({ length: 16 }, (_, i) => `batch-${i}-${crypto.randomUUID()}`);
     const leases = await Promise.all(names.map((c) => a.claim(c).tryAcquire()));
     sent.length = 0;
-    const result = await a.handoffTo("gen-b-batch");
+    const result = await a.handoffTo(b.generationId);
     expect(sent.filter((s) => s.startsWith("POST batch"))).toEqual(["POST batch prepare", "POST batch commit"]);
-    // Renewals may run meanwhile (every 500 ms); no other single-claim call is made.
-    expect(sent.filter((s) => s.includes("claims/") && !s.includes("/renew"))).toEqual([]);
+    // Bound claims: no renew, and no other single-claim call is made.
+    expect(sent.filter((s) => s.includes("claims/"))).toEqual([]);
     expect(result.claims).toHaveLength(16);
     for (const l of leases) {
       expect(await admin.getClaim(l.claimName)).toMatchObject({
-        ownerGeneration: "gen-b-batch",
+        ownerGeneration: b.generationId,
         fencingToken: l.token + 1n,
+        bound: true,
       });
     }
+    await b.close();
     await admin.close();
   });
 
-  it("abort keeps ownership with the same token and renewals resume", async () => {
+  it("abort keeps ownership with the same token, still bound, and the lease goes on", async () => {
     const claim = `abort-${crypto.randomUUID()}`;
     const a = await open("gen-a");
     const admin = backend();
@@ -122,12 +139,13 @@ describe("handoff runtime on the real service", () => {
       ownerGeneration: a.generationId,
       phase: "owned",
       fencingToken: lease.token,
+      bound: true,
+      leaseEpoch: a.leaseEpoch!.epoch,
     });
-    await nextEvents(a, "claim.renewed", 1);
-    const before = (await admin.getClaim(claim)).expiresAtMs;
-    await nextEvents(a, "claim.renewed", 1);
+    const before = (await admin.getGeneration(a.generationId)).leaseExpiresAtMs;
+    await nextEvents(a, "lease.renewed", 2);
     expect(lease.held).toBe(true);
-    expect((await admin.getClaim(claim)).expiresAtMs).toBeGreaterThan(before);
+    expect((await admin.getGeneration(a.generationId)).leaseExpiresAtMs).toBeGreaterThan(before);
     await a.close();
     await admin.close();
   });
@@ -152,9 +170,9 @@ describe("handoff runtime on the real service", () => {
     await admin.close();
   });
 
-  it("a renew refused for a stale token fires the loss signal", async () => {
+  it("unbound: a renew refused for a stale token fires the loss signal", async () => {
     const claim = `loss-${crypto.randomUUID()}`;
-    const a = await open("gen-a");
+    const a = await open("gen-a", [], undefined, { bound: false });
     const admin = backend();
     const lease = await a.claim(claim).tryAcquire();
     const lost = new Promise<unknown>((resolve) =>

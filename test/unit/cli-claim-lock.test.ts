@@ -1,7 +1,8 @@
 // The claim lock behind `shiftlock claims run` (src/cli/claim-lock.ts) against the in-memory
 // backend on a manual clock: waiting wakes on the watch and never polls, the wait is
 // bounded, the lock is exclusive even for its own generation, renewals keep it and a
-// commit to another generation is a loss.
+// commit to another generation is a loss; for a registered generation the claim is bound
+// to the lease the lock keeps itself (no renew), lost with it, and releasing stops it.
 import { describe, expect, it } from "vitest";
 import { holdClaim, type HoldClaimOptions } from "../../src/cli/claim-lock.ts";
 import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
@@ -58,6 +59,7 @@ describe("claims run: the claim lock", () => {
       () => undefined,
       (err: unknown) => err,
     );
+    await flushMicrotasks(); // the wait starts once the generation's lease was asked for (none: unregistered)
     await clock.advance(1_000);
     const err = await outcome;
     expect(hasCode(err, "claim_held")).toBe(true);
@@ -90,5 +92,43 @@ describe("claims run: the claim lock", () => {
     expect(lost).toHaveLength(1);
     await lease.release(); // nothing to give back: the claim is the successor's
     expect((await backend.getClaim(claimName)).ownerGeneration).toBe("next");
+  });
+
+  it("a registered generation: the claim is bound to the lease the lock keeps, with no renew", async () => {
+    const { clock, backend, claimName, options } = setup();
+    await backend.registerGeneration({ id: "runner", service: "cron", instanceId: "host-1" });
+    let renews = 0;
+    const counted = Object.create(backend) as MemoryClaimsBackend;
+    counted.renewClaim = (req, opts) => {
+      renews += 1;
+      return backend.renewClaim(req, opts);
+    };
+    const lost: Error[] = [];
+    const lease = await holdClaim(options({ backend: counted, onLost: (e) => lost.push(e) }));
+    expect(await backend.getClaim(claimName)).toMatchObject({ ownerGeneration: "runner", bound: true, leaseEpoch: 1n });
+    for (let i = 0; i < 10; i++) await clock.advance(1_000); // ten ttl/3 keepalives (over the channel)
+    expect(lease.held).toBe(true);
+    expect(renews).toBe(0);
+    expect((await backend.getGeneration("runner")).leaseExpiresAtMs).toBeGreaterThan(clock.nowMs());
+    // The service ends the lease: the claim is lost with it, at once.
+    await backend.endGenerationLease("runner");
+    await flushMicrotasks(100);
+    expect(lease.endReason).toBe("lost");
+    expect(lost).toHaveLength(1);
+    await lease.release();
+  });
+
+  it("releasing a bound claim stops the lock's keepalives: the lease runs to its deadline", async () => {
+    const { clock, backend, claimName, options } = setup();
+    await backend.registerGeneration({ id: "runner", service: "cron", instanceId: "host-1" });
+    const lease = await holdClaim(options());
+    await clock.advance(1_000);
+    await lease.release();
+    expect((await backend.getClaim(claimName)).phase).toBe("unowned");
+    const { leaseExpiresAtMs } = await backend.getGeneration("runner");
+    for (let i = 0; i < 5; i++) await clock.advance(1_000);
+    // Nobody kept it: it ended at its deadline (epoch 1 over, no lease).
+    expect(clock.nowMs()).toBeGreaterThan(leaseExpiresAtMs);
+    expect(await backend.getGeneration("runner")).toMatchObject({ leaseEpoch: 1n, leaseExpiresAtMs: 0 });
   });
 });

@@ -215,6 +215,57 @@ describe("shiftlock generations", () => {
     expect(illegal.err).toContain("invalid_state");
     expect((await run("generations", "set-state", "gen-1", "sideways")).code).toBe(2);
   });
+
+  it("keepalive --once keeps the lease once and prints the record; end-lease ends it", async () => {
+    const { run } = cli();
+    expect((await run("generations", "keepalive", "gen-1", "--once")).err).toContain("generation_not_found");
+    await run("generations", "register", "gen-1", "--service", "svc", "--instance", "i-1");
+    const kept = await run("generations", "keepalive", "gen-1", "--ttl", "30s", "--once", "--json");
+    expect(kept.code).toBe(0);
+    const record = json(kept.out).generation!;
+    expect(record["leaseEpoch"]).toBe("1");
+    expect(Number(record["leaseExpiresAtMs"])).toBeGreaterThan(Date.now());
+    const ended = await run("generations", "end-lease", "gen-1", "--json");
+    expect(json(ended.out).generation).toMatchObject({ leaseEpoch: "1", leaseExpiresAtMs: 0 });
+    // --operation-id only goes with --once (one request); the loop sends many.
+    expect((await run("generations", "keepalive", "gen-1", "--operation-id", "op-1")).code).toBe(2);
+  });
+
+  it("keepalive keeps the lease over the channel until interrupted, printing its deadline; a refusal exits 1", async () => {
+    const stop = new AbortController();
+    const claims = new MemoryClaimsBackend();
+    let printed!: () => void;
+    const firstLine = new Promise<void>((resolve) => (printed = resolve));
+    const out: string[] = [];
+    const io: CliIo = {
+      stdout: (t) => {
+        out.push(t);
+        printed();
+      },
+      stderr: () => undefined,
+      env: {},
+      claims,
+      signal: stop.signal,
+    };
+    await claims.registerGeneration({ id: "gen-1", service: "svc", instanceId: "i-1" });
+    const keeping = main(["generations", "keepalive", "gen-1", "--ttl", "1m", "--json"], io);
+    await firstLine;
+    const held = await claims.getGeneration("gen-1");
+    expect(held.leaseEpoch).toBe(1n);
+    stop.abort();
+    expect(await keeping).toBe(0);
+    const first = JSON.parse(out[0]!) as Doc;
+    expect(first.lease).toMatchObject({ generation: "gen-1", epoch: "1", via: "started" });
+    // The local deadline it prints is never later than the one the service holds.
+    expect(Number(first.lease?.["deadlineMs"])).toBeLessThanOrEqual(held.leaseExpiresAtMs);
+    // Stopping ends nothing: the lease runs to its deadline.
+    const after = await claims.getGeneration("gen-1");
+    expect(after.leaseEpoch).toBe(1n);
+    expect(after.leaseExpiresAtMs).toBeGreaterThanOrEqual(held.leaseExpiresAtMs);
+    const missing = await cli().run("generations", "keepalive", "gen-x");
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("generation_not_found");
+  });
 });
 
 describe("shiftlock coord", () => {

@@ -300,6 +300,7 @@ describe("demo options", () => {
       url: undefined,
       rttMs: undefined,
       drain: "before-commit",
+      bound: true,
     });
     expect(parseDemoArgs(["--claims", "8", "--url=http://127.0.0.1:8799"])).toEqual({
       help: false,
@@ -307,8 +308,10 @@ describe("demo options", () => {
       url: "http://127.0.0.1:8799",
       rttMs: undefined,
       drain: "before-commit",
+      bound: true,
     });
     expect(parseDemoArgs(["--drain", "before-prepare"]).drain).toBe("before-prepare");
+    expect(parseDemoArgs(["--unbound"]).bound).toBe(false);
     expect(parseDemoArgs(["--rtt-ms", "50"]).rttMs).toBe(50);
   });
 

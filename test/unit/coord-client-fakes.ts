@@ -1,4 +1,4 @@
-// Test doubles for the coord client: a scripted WebSocket and a scripted fetch.
+// Test doubles for the HTTP clients (coord, the lease channel): a scripted WebSocket and a scripted fetch.
 import type { WebSocketConstructor, WebSocketLike } from "../../src/client/transport/websocket.ts";
 import type { FetchLike } from "../../src/client/transport/http-transport.ts";
 
@@ -29,6 +29,14 @@ export class FakeSocket implements WebSocketLike {
     if (this.readyState === 3) return;
     this.closedByClient = { code, reason };
     this.finish(code ?? 1000);
+  }
+
+  /** Dropped by the client without a closing handshake (as `ws` can). */
+  terminated = false;
+  terminate(): void {
+    if (this.readyState === 3) return;
+    this.terminated = true;
+    this.finish(1006);
   }
 
   // --- the server side ---

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
 import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
-import { GenerationSession, type RuntimeEvent } from "../../src/client/handoff/index.ts";
+import { GenerationSession, type GenerationSessionConfig, type RuntimeEvent } from "../../src/client/handoff/index.ts";
 import { ManualClock } from "../../src/core/clock.ts";
 import { hasCode } from "../../src/protocol/errors.ts";
 import { advanceBy, flushMicrotasks } from "./handoff-fixtures.ts";
@@ -18,7 +18,7 @@ function setup() {
   const server = memoryServer(memory);
   const backend = new HttpClaimsBackend({ baseUrl: "http://fake", token: "t", namespace: "ns", fetch: server.fetch });
   const events: RuntimeEvent[] = [];
-  const open = async (id: string): Promise<GenerationSession> => {
+  const open = async (id: string, extra: Partial<GenerationSessionConfig> = {}): Promise<GenerationSession> => {
     const session = await GenerationSession.open({
       service: "svc",
       instanceId: id,
@@ -27,6 +27,7 @@ function setup() {
       clock,
       leaseTtlMs: 10_000,
       transferTimeoutMs: 5_000,
+      ...extra,
     });
     session.onAny((e) => events.push(e));
     return session;
@@ -45,9 +46,16 @@ function batches(requests: ServedRequest[], op: string): number[] {
 const claimNames = (n: number): string[] => Array.from({ length: n }, (_, i) => `c-${String(i).padStart(3, "0")}`);
 
 describe("handoff in batches", () => {
-  it.each([1, 4, 16, 64])("%i claims: one prepare request and one commit request", async (n) => {
+  it.each([
+    [1, true],
+    [4, true],
+    [16, true],
+    [64, true],
+    [16, false],
+  ])("%i claims (bound: %s): one prepare request and one commit request", async (n, bound) => {
     const { server, open, memory } = setup();
-    const a = await open("gen-a");
+    const a = await open("gen-a", { bound });
+    await open("gen-b", { bound });
     const leases = [];
     for (const c of claimNames(n)) leases.push(await a.claim(c).tryAcquire());
     const from = server.requests.length;
@@ -65,15 +73,36 @@ describe("handoff in batches", () => {
       expect(await memory.getClaim(l.claimName)).toMatchObject({
         ownerGeneration: "gen-b",
         fencingToken: l.token + 1n,
+        // Bound: committed into the successor's live epoch.
+        bound,
+        leaseEpoch: bound ? 1n : 0n,
       });
     }
     await a.flush();
     expect(a.state).toBe("retired");
   });
 
+  it("a successor that holds no lease gets the claims unbound: one more prepare batch, then the commit with ttls", async () => {
+    const { server, open, memory } = setup();
+    const names = claimNames(3);
+    const a = await open("gen-a");
+    for (const c of names) await a.claim(c).tryAcquire();
+    await memory.registerGeneration({ id: "gen-b", service: "svc", instanceId: "b" });
+    const from = server.requests.length;
+    const result = await a.handoffTo("gen-b");
+    const during = server.requests.slice(from);
+    // The bound prepare is refused no_lease for every claim; each is prepared again with a ttl.
+    expect(batches(during, "prepare")).toEqual([3, 3]);
+    expect(batches(during, "commit")).toEqual([3]);
+    for (const c of result.claims) {
+      expect(await memory.getClaim(c.claim)).toMatchObject({ ownerGeneration: "gen-b", bound: false, leaseEpoch: 0n });
+    }
+  });
+
   it("past 128 claims, each step is chunks of at most 128 ops", async () => {
     const { server, open } = setup();
     const a = await open("gen-a");
+    await open("gen-b");
     for (const c of claimNames(130)) await a.claim(c).tryAcquire();
     const from = server.requests.length;
     const result = await a.handoffTo("gen-b");
@@ -86,6 +115,7 @@ describe("handoff in batches", () => {
     const { server, open, memory, events } = setup();
     const names = claimNames(4);
     const a = await open("gen-a");
+    await open("gen-b");
     const leases = [];
     for (const c of names) leases.push(await a.claim(c).tryAcquire());
     // Behind the session's back, c-002 moves to a newer epoch: its prepare is refused.
@@ -112,6 +142,7 @@ describe("handoff in batches", () => {
     const { server, open, memory } = setup();
     const names = claimNames(3);
     const a = await open("gen-a");
+    await open("gen-b");
     const leases = [];
     for (const c of names) leases.push(await a.claim(c).tryAcquire());
     const h = a.prepareHandoff("gen-b");
@@ -143,6 +174,7 @@ describe("handoff in batches", () => {
     const { server, open, memory, clock } = setup();
     const names = claimNames(4);
     const a = await open("gen-a");
+    await open("gen-b");
     const leases = [];
     for (const c of names) leases.push(await a.claim(c).tryAcquire());
     let lose = 1;

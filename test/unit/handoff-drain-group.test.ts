@@ -47,10 +47,13 @@ describe("DrainGroup", () => {
 });
 
 describe("close while acquiring", () => {
-  it("the waiter gets closed and the acquire that lands afterwards is released", async () => {
+  it.each([
+    ["unbound: the late acquire is released", { bound: false }],
+    ["bound: retiring ended the lease, so the late acquire is refused", {}],
+  ] as const)("the waiter gets closed and the acquire that lands afterwards holds nothing (%s)", async (_, extra) => {
     const r = rig();
     const claim = `racy-${crypto.randomUUID()}`;
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", extra);
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     r.faults.acquireClaim = (_args, call) => gate.then(call);
@@ -64,7 +67,10 @@ describe("close while acquiring", () => {
     expect(hasCode(err, "invalid_state") && err.details["reason"] === "closed").toBe(true);
     open();
     await flushMicrotasks(100);
-    const record = await r.backend.getClaim(claim);
-    expect(record.phase).toBe("unowned");
+    if (a.cfg.bound) {
+      await expect(r.backend.getClaim(claim)).rejects.toSatisfy((e) => hasCode(e, "claim_not_found"));
+    } else {
+      expect((await r.backend.getClaim(claim)).phase).toBe("unowned");
+    }
   });
 });

@@ -1,5 +1,6 @@
-// Shared fixtures of the handoff runtime tests: a ManualClock-driven MemoryClaimsBackend,
-// sessions configured like the Go reference's `newTestCoord`, and fault injection.
+// Shared fixtures of the handoff runtime tests: a ManualClock-driven MemoryClaimsBackend
+// whose lease channel link can be cut or held (LinkedMemory), sessions configured like the
+// Go reference's `newTestCoord`, and fault injection.
 import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
 import type {
   BatchOp,
@@ -12,9 +13,78 @@ import { GenerationSession } from "../../src/client/handoff/index.ts";
 import type { GenerationSessionConfig, RuntimeEvent } from "../../src/client/handoff/index.ts";
 import { ManualClock, flushMicrotasks } from "../../src/core/clock.ts";
 import { ShiftlockError } from "../../src/protocol/errors.ts";
+import type { WebSocketLike } from "../../src/client/transport/websocket.ts";
+
+type Listener = (event: never) => void;
+
+/** A socket whose handshake never completes (a connection attempt through a cut link). */
+class HangingSocket implements WebSocketLike {
+  readyState = 0;
+  private readonly closeListeners: Listener[] = [];
+  addEventListener(type: string, listener: Listener): void {
+    if (type === "close") this.closeListeners.push(listener);
+  }
+  send(): void {
+    throw new Error("not open");
+  }
+  close(code = 1000, reason = ""): void {
+    if (this.readyState === 3) return;
+    this.readyState = 3;
+    queueMicrotask(() => {
+      for (const l of this.closeListeners) (l as (e: unknown) => void)({ code, reason });
+    });
+  }
+}
+
+/**
+ * The in-memory backend with a network between its lease channels and the client:
+ * `link` "up" (frames flow), "cut" (pings and server frames are lost, new connections never
+ * open) or "held" (pings arrive, server frames wait for {@link release}: late pongs).
+ * `pings` counts the pings that reached the service.
+ */
+export class LinkedMemory extends MemoryClaimsBackend {
+  link: "up" | "cut" | "held" = "up";
+  pings = 0;
+  private held: { socket: WebSocketLike; deliver: () => void }[] = [];
+
+  /** Deliver every held frame, in order, to the sockets still open (a closed one hears nothing); how many were. */
+  release(): number {
+    const held = this.held.filter(({ socket }) => socket.readyState === 1);
+    this.held = [];
+    for (const { deliver } of held) deliver();
+    return held.length;
+  }
+
+  protected override connectLeaseSocket(generationId: string, ttlMs: number): WebSocketLike {
+    if (this.link === "cut") return new HangingSocket();
+    const inner = super.connectLeaseSocket(generationId, ttlMs);
+    const send = (data: string): void => {
+      if (this.link === "cut") return;
+      this.pings++;
+      inner.send(data);
+    };
+    const addEventListener = (type: string, listener: Listener): void => {
+      const call = (event: unknown): void => (listener as (e: unknown) => void)(event);
+      if (type !== "message") return inner.addEventListener(type as "open", call as () => void);
+      inner.addEventListener("message", (event) => {
+        if (this.link === "cut") return;
+        if (this.link === "held") this.held.push({ socket: inner, deliver: () => call(event) });
+        else call(event);
+      });
+    };
+    return {
+      get readyState() {
+        return inner.readyState;
+      },
+      send,
+      close: (code, reason) => inner.close(code, reason),
+      addEventListener,
+    };
+  }
+}
 
 type Method = {
-  [K in keyof ClaimsBackend]: ClaimsBackend[K] extends (...args: never[]) => unknown ? K : never;
+  [K in keyof ClaimsBackend]-?: NonNullable<ClaimsBackend[K]> extends (...args: never[]) => unknown ? K : never;
 }[keyof ClaimsBackend];
 
 /** A fault hook: return a promise to replace the call, or undefined to pass it through. */
@@ -90,7 +160,7 @@ export function networkError(): ShiftlockError {
 
 export interface Rig {
   clock: ManualClock;
-  memory: MemoryClaimsBackend;
+  memory: LinkedMemory;
   backend: ClaimsBackend;
   faults: Partial<Record<Method, Fault>>;
   open(id: string, extra?: Partial<GenerationSessionConfig>): Promise<GenerationSession>;
@@ -100,7 +170,7 @@ export interface Rig {
 
 export function rig(): Rig {
   const clock = new ManualClock(1_000_000);
-  const memory = new MemoryClaimsBackend({ clock });
+  const memory = new LinkedMemory({ clock });
   const { backend, faults } = faulty(memory);
   const events: RuntimeEvent[] = [];
   return {

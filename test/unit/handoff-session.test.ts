@@ -162,11 +162,12 @@ describe("registration and ownership", () => {
   });
 });
 
-describe("renewal and loss", () => {
+describe("renewal and loss of unbound claims (bound: false)", () => {
+  const unbound = { bound: false };
   it("renews every renewInterval and keeps the claim far past its ttl", async () => {
     const r = rig();
     const claim = name();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     const lease = await a.claim(claim).tryAcquire();
     await advanceBy(r.clock, 3_000);
     expect(lease.held).toBe(true);
@@ -179,7 +180,7 @@ describe("renewal and loss", () => {
   it("a refused renew fires the loss signal with the refusal as cause", async () => {
     const r = rig();
     const claim = name();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     const lease = await a.claim(claim).tryAcquire();
     r.faults.renewClaim = () => Promise.reject(new ShiftlockError("stale_token"));
     await advanceBy(r.clock, 250);
@@ -195,7 +196,7 @@ describe("renewal and loss", () => {
   it("an operator's eviction is a loss: the next renew is refused evicted and the loss signal fires at once", async () => {
     const r = rig();
     const claim = name();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     const lease = await a.claim(claim).tryAcquire();
     await r.memory.evictClaim({ claimName: claim, note: "stuck" });
     await advanceBy(r.clock, 250);
@@ -213,7 +214,7 @@ describe("renewal and loss", () => {
   it("with the service unreachable, the loss signal fires before the server deadline", async () => {
     const r = rig();
     const claim = name();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     const lease = await a.claim(claim).tryAcquire();
     const serverDeadline = (await r.backend.getClaim(claim)).expiresAtMs;
     r.faults.renewClaim = () => Promise.reject(networkError());
@@ -229,7 +230,7 @@ describe("renewal and loss", () => {
 
   it("a renew that never answers is bounded by the deadline too", async () => {
     const r = rig();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     const claim = name();
     const lease = await a.claim(claim).tryAcquire();
     const serverDeadline = (await r.backend.getClaim(claim)).expiresAtMs;
@@ -244,7 +245,7 @@ describe("renewal and loss", () => {
 
   it("one transient renew failure is retried, not treated as loss", async () => {
     const r = rig();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     const lease = await a.claim(name()).tryAcquire();
     let failures = 1;
     r.faults.renewClaim = () => (failures-- > 0 ? Promise.reject(networkError()) : undefined);
@@ -256,7 +257,7 @@ describe("renewal and loss", () => {
 
   it("no spurious loss after a voluntary release", async () => {
     const r = rig();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     const lease = await a.claim(name()).tryAcquire();
     await lease.release();
     expect(lease.endReason).toBe("released");
@@ -267,7 +268,7 @@ describe("renewal and loss", () => {
 
   it("a throwing listener does not disturb the runtime", async () => {
     const r = rig();
-    const a = await r.open("gen-a");
+    const a = await r.open("gen-a", unbound);
     a.on("claim.acquired", () => {
       throw new Error("listener bug");
     });

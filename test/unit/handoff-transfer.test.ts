@@ -72,7 +72,8 @@ describe("handoff", () => {
     const r = rig();
     const claims = [name("a"), name("b"), name("c")];
     // A long ttl: the renew interval (5 s) is longer than an adoption's first renew delay.
-    const long = { leaseTtlMs: 15_000, renewIntervalMs: 5_000 };
+    // Unbound sessions: bound claims have no renew of their own to time.
+    const long = { leaseTtlMs: 15_000, renewIntervalMs: 5_000, bound: false };
     const a = await r.open("gen-a", long);
     const b = await r.open("gen-b", long);
     const old = await Promise.all(claims.map((c) => a.claim(c).tryAcquire()));
@@ -94,7 +95,7 @@ describe("handoff", () => {
     // Each deadline is re-based on that renew's send time.
     for (const l of adopted) expect(l.deadlineMs).toBe(adoptedAtMs + ADOPTED_FIRST_RENEW_MAX_MS + 15_000);
     // A ttl whose renew interval (200 ms) is shorter renews at its own interval, as a fresh lease does.
-    const c = await r.open("gen-c", { leaseTtlMs: 15_000, renewIntervalMs: 200 });
+    const c = await r.open("gen-c", { leaseTtlMs: 15_000, renewIntervalMs: 200, bound: false });
     const handed = await b.handoffTo("gen-c");
     const quickAtMs = r.clock.nowMs();
     renewedAtMs.length = 0;

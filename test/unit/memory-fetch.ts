@@ -1,15 +1,21 @@
 // A counting fake transport: a `fetch` that serves the declared claim and generation routes
 // (the batch route included) from a MemoryClaimsBackend, so an HttpClaimsBackend — and the
 // handoff runtime on top of it — runs in a unit test, and every HTTP request it makes is
-// recorded (route and, for a batch, its ops). Watches are not served (the runtime's polls
-// and commit results do without them).
+// recorded (route and, for a batch, its ops). Watches and the lease channel are not served
+// (the runtime's polls, commit results and HTTP keepalives do without them).
 import type { BatchOp, BatchOutcome } from "../../src/client/claims/claims-backend.ts";
 import type { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
 import type { FetchLike } from "../../src/client/transport/http-transport.ts";
 import { CLAIM_MUTATIONS, claimBatch, getClaim } from "../../src/protocol/claim-routes.ts";
 import { claimRecordSchema, type BatchOpName } from "../../src/protocol/claims.ts";
 import { ShiftlockError } from "../../src/protocol/errors.ts";
-import { getGeneration, registerGeneration, updateGeneration } from "../../src/protocol/generation-routes.ts";
+import {
+  endGenerationLease,
+  getGeneration,
+  keepaliveGeneration,
+  registerGeneration,
+  updateGeneration,
+} from "../../src/protocol/generation-routes.ts";
 import type { RouteSpec } from "../../src/protocol/route.ts";
 import { invalidFromZod } from "../../src/protocol/zod-invalid.ts";
 
@@ -77,6 +83,11 @@ export function memoryServer(memory: MemoryClaimsBackend): MemoryServer {
       updateGeneration,
       async (p, body) => ({ generation: await memory.updateGeneration({ id: p["id"]!, ...body } as never) }),
     ],
+    [
+      keepaliveGeneration,
+      async (p, body) => ({ generation: await memory.keepaliveGeneration({ id: p["id"]!, ...body } as never) }),
+    ],
+    [endGenerationLease, async (p) => ({ generation: await memory.endGenerationLease(p["id"]!) })],
   ];
   const matchers = routes.map(([route, handler]) => {
     const names: string[] = [];

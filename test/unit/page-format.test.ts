@@ -71,4 +71,15 @@ describe("expiryView", () => {
     expect(expiryView({ ...owned, phase: "unowned", reason: "expired" }, 99_000)).toEqual({ text: "—", due: false });
     expect(expiryView(null, 0)).toEqual({ text: "—", due: false });
   });
+
+  it("a bound claim counts down to its owner's lease as the generation answered it", () => {
+    const bound: ClaimRecord = { ...owned, bound: true, leaseEpoch: 3n, expiresAtMs: 5_000 };
+    // Not read yet: checking, whatever the claim's own (trailing) deadline says.
+    expect(expiryView(bound, 1_000)).toEqual({ text: "checking…", due: true });
+    expect(expiryView(bound, 1_000, { epoch: 3n, expiresAtMs: 13_000 })).toEqual({ text: "12 s (lease)", due: false });
+    expect(expiryView(bound, 13_000, { epoch: 3n, expiresAtMs: 13_000 })).toEqual({ text: "checking…", due: true });
+    // The generation is at another epoch, or holds no lease: the claim's epoch is over (its expiry is coming).
+    expect(expiryView(bound, 1_000, { epoch: 4n, expiresAtMs: 13_000 }).due).toBe(true);
+    expect(expiryView(bound, 1_000, { epoch: 3n, expiresAtMs: 0 }).due).toBe(true);
+  });
 });

@@ -24,7 +24,7 @@ import type { ClaimBodies, ClaimMutationName, evictClaim } from "../../protocol/
 import type { RouteBody } from "../../protocol/route.ts";
 import type { PageOptions } from "../listing.ts";
 import type { ShiftlockError } from "../../protocol/errors.ts";
-import type { GenerationRecord, GenerationState } from "../../protocol/generations.ts";
+import type { GenerationRecord, GenerationState, LeaseEndReason } from "../../protocol/generations.ts";
 import type { Whoami } from "../../protocol/operators.ts";
 
 export type { BatchOpName, ClaimRecord, ClaimEventReason, GenerationRecord, GenerationState, Whoami };
@@ -114,6 +114,37 @@ export interface KeepaliveGenerationRequest {
   operationId?: string | undefined;
 }
 
+/** Options of {@link ClaimsBackend.openLeaseChannel}. */
+export interface LeaseChannelOptions {
+  /** The ttl that opening the channel and each ping extend the lease by (100 ms … 24 h). */
+  ttlMs: number;
+  /** Ping period: each ping is a keepalive (the handoff runtime uses ttl/3). */
+  pingIntervalMs: number;
+  /** Ends the channel (as `close()` does). */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * What the lease channel yields (docs/protocol.md#sessions), each stamped with the local
+ * time it arrived. `opened` and `pong` confirm a keepalive *sent* at `sentAtMs` (the
+ * channel's opening, a ping); `leaseEpoch` of a pong is the epoch its connection opened in.
+ */
+export type LeaseChannelItem =
+  | { type: "opened"; generation: GenerationRecord; sentAtMs: number; receivedAtMs: number }
+  | { type: "pong"; leaseEpoch: bigint; sentAtMs: number; receivedAtMs: number }
+  | { type: "lease"; leaseEpoch: bigint; leaseExpiresAtMs: number; receivedAtMs: number }
+  | { type: "ended"; leaseEpoch: bigint; reason: LeaseEndReason; receivedAtMs: number };
+
+/**
+ * A live lease channel: reconnects by itself (client/claims/lease-channel.ts); iterate it.
+ * `close()` (or the signal) ends it; it also ends when it never got established.
+ */
+export interface LeaseChannel extends AsyncIterable<LeaseChannelItem> {
+  close(): void;
+  /** True once the channel stopped for good (closed, aborted or failed). */
+  readonly ended: boolean;
+}
+
 export interface UpdateGenerationRequest {
   id: string;
   state: GenerationState;
@@ -184,6 +215,16 @@ export interface ClaimsBackend {
   keepaliveGeneration(req: KeepaliveGenerationRequest, opts?: CallOptions): Promise<GenerationRecord>;
   /** End the generation's lease now: every claim bound to it expires (reason `expired`). */
   endGenerationLease(generationId: string, opts?: CallOptions): Promise<GenerationRecord>;
+  /**
+   * Keep the generation's lease over the lease channel (docs/protocol.md#sessions): opening
+   * it and each ping are keepalives that cost no request. Undefined when this backend cannot
+   * open one (no WebSocket constructor); optional, so a backend without it still keeps
+   * leases with {@link keepaliveGeneration}.
+   * @example
+   * const channel = claims.openLeaseChannel?.("g-42", { ttlMs: 15_000, pingIntervalMs: 5_000 });
+   * for await (const item of channel ?? []) if (item.type === "ended") break;
+   */
+  openLeaseChannel?(generationId: string, opts: LeaseChannelOptions): LeaseChannel | undefined;
   /**
    * Every claim of the namespace in UTF-8 byte order of its name, following cursors page by
    * page (docs/protocol.md#listing). Over HTTP the records come from the namespace index (up to 2 s behind).

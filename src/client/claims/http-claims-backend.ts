@@ -9,7 +9,9 @@
  * - `batch(ops)` is one request to the batch route (docs/protocol.md#batch): ops are checked and encoded
  *   as their single routes would be (claim-batch.ts), an op refused locally is that op's
  *   outcome and is not sent, and each result is decoded with its op's own route.
- * - `watchClaim` is a resumable WebSocket watch (see `claim-watch.ts`).
+ * - `watchClaim` is a resumable WebSocket watch (see `claim-watch.ts`); `openLeaseChannel`
+ *   keeps a generation's lease over the lease channel (`lease-channel.ts`) and is undefined
+ *   without a WebSocket constructor.
  * - After `close()` every call rejects with `invalid_request` ("client is closed") and
  *   every open watch ends.
  *
@@ -28,6 +30,7 @@ import { whoami } from "../../protocol/routes.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import {
   endGenerationLease,
+  generationLeaseChannel,
   getGeneration,
   keepaliveGeneration,
   registerGeneration,
@@ -48,6 +51,7 @@ import {
 } from "../transport/websocket.ts";
 import { checkBatch, encodeOp, outcomeOf, settleOp, type EncodedOp } from "./claim-batch.ts";
 import { ClaimResume, type ClaimWatchClientMessage } from "./claim-watch.ts";
+import { openLeaseChannel } from "./lease-channel.ts";
 import type {
   ListClaimsFilter,
   ListGenerationsFilter,
@@ -64,6 +68,8 @@ import type {
   EvictRequest,
   GenerationRecord,
   KeepaliveGenerationRequest,
+  LeaseChannel,
+  LeaseChannelOptions,
   RegisterGenerationRequest,
   ReleaseRequest,
   RenewRequest,
@@ -84,6 +90,7 @@ export class HttpClaimsBackend implements ClaimsBackend {
   private readonly options: HttpClaimsBackendOptions;
   private readonly clock: Clock;
   private readonly watches = new Set<ClaimWatch>();
+  private readonly leaseChannels = new Set<LeaseChannel>();
   private closed = false;
 
   constructor(options: HttpClaimsBackendOptions) {
@@ -259,8 +266,41 @@ export class HttpClaimsBackend implements ClaimsBackend {
     return watch;
   }
 
+  /** See {@link ClaimsBackend.openLeaseChannel}; undefined when no WebSocket constructor is available. */
+  openLeaseChannel(generationId: string, opts: LeaseChannelOptions): LeaseChannel | undefined {
+    this.ensureOpen();
+    let connect;
+    try {
+      connect = socketOpener(this.options, this.transport);
+    } catch {
+      return undefined; // no WebSocket here: the caller keeps the lease over HTTP
+    }
+    const params = { id: generationId };
+    const url = this.transport.url(generationLeaseChannel, params, { ttlMs: opts.ttlMs }).replace(/^http/, "ws");
+    let channel: LeaseChannel | undefined = undefined;
+    channel = openLeaseChannel({
+      url,
+      connect,
+      probe: async (signal) => {
+        await this.transport.call(getGeneration, { params }, signal);
+      },
+      clock: this.clock,
+      signal: opts.signal,
+      pingIntervalMs: opts.pingIntervalMs,
+      reconnectMinMs: this.options.watchReconnectMinMs ?? 100,
+      reconnectMaxMs: this.options.watchReconnectMaxMs ?? 5_000,
+      onEnd: () => {
+        if (channel !== undefined) this.leaseChannels.delete(channel);
+      },
+    });
+    if (!channel.ended) this.leaseChannels.add(channel);
+    return channel;
+  }
+
   close(): Promise<void> {
     this.closed = true;
+    for (const c of [...this.leaseChannels]) c.close();
+    this.leaseChannels.clear();
     for (const w of [...this.watches]) w.close();
     this.watches.clear();
     return Promise.resolve();

@@ -20,6 +20,8 @@
  *   same generation machine; the end of an epoch (its deadline on the injected clock,
  *   `endGenerationLease`, a final state) reaches every claim bound to it at once, as the
  *   object's delivery does, and bound claims ask the same lease views as the claim object.
+ *   `openLeaseChannel` runs the client's lease channel against in-process sockets
+ *   (memory-lease-sockets.ts) that keep the lease as the object's channel does.
  *
  * Does not: persist anything, close slow watchers (buffers are unbounded), or enforce
  * auth/namespaces (one backend is one namespace; every caller may evict, and `whoami`
@@ -56,6 +58,7 @@ import type { BatchOpName } from "../../protocol/claims.ts";
 import { ShiftlockError } from "../../protocol/errors.ts";
 import {
   endGenerationLease,
+  generationLeaseChannel,
   getGeneration,
   keepaliveGeneration,
   registerGeneration,
@@ -63,6 +66,7 @@ import {
 } from "../../protocol/generation-routes.ts";
 import { checkPathParams, decodeAnswer, encodeBody, encodeQuery, type WireAnswer } from "../transport/route-codec.ts";
 import { WatchQueue } from "../transport/watch-queue.ts";
+import type { WebSocketLike } from "../transport/websocket.ts";
 import { checkBatch, encodeOp, outcomeOf, settleOp, type EncodedOp } from "./claim-batch.ts";
 import type {
   ListClaimsFilter,
@@ -80,6 +84,8 @@ import type {
   EvictRequest,
   GenerationRecord,
   KeepaliveGenerationRequest,
+  LeaseChannel,
+  LeaseChannelOptions,
   RegisterGenerationRequest,
   ReleaseRequest,
   RenewRequest,
@@ -89,6 +95,8 @@ import type {
 } from "./claims-backend.ts";
 import { MemoryClaim } from "./memory-claim.ts";
 import { MemoryGenerations } from "./memory-generations.ts";
+import { openLeaseChannel } from "./lease-channel.ts";
+import { MemoryLeaseSockets } from "./memory-lease-sockets.ts";
 
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */
@@ -104,6 +112,20 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   private readonly claims = new Map<string, MemoryClaim>();
   private readonly timers = new Map<string, { deadline: number; controller: AbortController }>();
   private readonly generations: MemoryGenerations;
+  private readonly leaseSockets = new MemoryLeaseSockets({
+    open: (id, ttlMs) => {
+      const decision = decideKeepalive(this.generations.get(id), ttlMs, this.clock.nowMs());
+      this.generations.settle(decision);
+      return decodeAnswer(keepaliveGeneration, generationDecisionToResponse(decision)).generation;
+    },
+    ping: (id, ttlMs) => {
+      const nowMs = this.clock.nowMs();
+      this.generations.settle(decideTouch(this.generations.get(id), nowMs));
+      const record = this.generations.get(id);
+      if (record !== undefined && leaseLive(record, nowMs))
+        this.generations.settle(decideKeepalive(record, ttlMs, nowMs));
+    },
+  });
   private closed = false;
 
   constructor(options: MemoryClaimsBackendOptions = {}) {
@@ -115,6 +137,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
         claim.run({ kind: "lease_ended", generationId, epoch: ended.epoch }, this.clock.nowMs());
         this.arm(claim);
       }
+      this.leaseSockets.ended(generationId, ended.epoch, ended.reason);
     });
   }
 
@@ -404,8 +427,36 @@ export class MemoryClaimsBackend implements ClaimsBackend {
     });
   }
 
+  /** See {@link ClaimsBackend.openLeaseChannel}: the client's channel over in-process sockets. */
+  openLeaseChannel(generationId: string, opts: LeaseChannelOptions): LeaseChannel {
+    this.enter(undefined);
+    checkPathParams(generationLeaseChannel, { id: generationId });
+    encodeQuery(generationLeaseChannel, { ttlMs: opts.ttlMs });
+    return openLeaseChannel({
+      url: `memory:lease/${encodeURIComponent(generationId)}`,
+      connect: () => {
+        this.enter(undefined);
+        return this.connectLeaseSocket(generationId, opts.ttlMs);
+      },
+      probe: async (signal) => {
+        await this.getGeneration(generationId, { signal });
+      },
+      clock: this.clock,
+      signal: opts.signal,
+      pingIntervalMs: opts.pingIntervalMs,
+      reconnectMinMs: 100,
+      reconnectMaxMs: 5_000,
+    });
+  }
+
+  /** One connection of a lease channel (tests override it to black-hole or delay frames). */
+  protected connectLeaseSocket(generationId: string, ttlMs: number): WebSocketLike {
+    return this.leaseSockets.connect(generationId, ttlMs);
+  }
+
   close(): Promise<void> {
     this.closed = true;
+    this.leaseSockets.closeAll();
     for (const t of this.timers.values()) t.controller.abort();
     this.timers.clear();
     this.generations.close();

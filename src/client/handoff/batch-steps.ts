@@ -14,6 +14,9 @@
  *   rule's backoff (never sooner than a `Retry-After`), with their own operation ids, so an
  *   op whose answer was lost is applied once. A refusal is final at once.
  * - `signal` aborting ends every pending op with the signal's reason.
+ * - {@link runStepWithFallback} sends the ops whose outcome the caller turns into another op
+ *   once more, together (one more round trip whatever their number); their second outcome
+ *   is their outcome.
  *
  * Does not: decide what an outcome means for a lease (handoff.ts does), or order ops
  * across chunks (they are independent on the server anyway).
@@ -93,5 +96,32 @@ export async function runStep(
     }
     pending = retry.sort((a, b) => a - b);
   }
+  return outcomes;
+}
+
+/**
+ * {@link runStep}, then once more for the ops `retryAs` turns into another op given their
+ * outcome (the handoff sends a bound op the successor refused `no_lease` again unbound).
+ */
+export async function runStepWithFallback(
+  backend: ClaimsBackend,
+  clock: Clock,
+  ops: readonly StepOp[],
+  retryAs: (index: number, outcome: StepOutcome) => StepOp | undefined,
+  signal?: AbortSignal,
+): Promise<StepOutcome[]> {
+  const outcomes = await runStep(backend, clock, ops, signal);
+  const again = outcomes.flatMap((outcome, i) => {
+    const op = retryAs(i, outcome);
+    return op === undefined ? [] : [{ i, op }];
+  });
+  if (again.length === 0) return outcomes;
+  const second = await runStep(
+    backend,
+    clock,
+    again.map((a) => a.op),
+    signal,
+  );
+  again.forEach(({ i }, j) => (outcomes[i] = second[j]!));
   return outcomes;
 }

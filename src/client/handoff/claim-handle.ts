@@ -7,9 +7,12 @@
  *   callers share one backend call and receive the same lease.
  * - No orphan ownership: an acquire that succeeds after every caller gave up (signal
  *   aborted) or after the session closed is released again at once.
- * - While a lease is held it is renewed every `renewIntervalMs`; a refused renew ends it as
- *   lost at once, a transient failure is retried until `deadlineMs - safetyMarginMs`, and
- *   only then is the lease lost — before the server can let anyone else acquire.
+ * - Bound (the default): the claim is held under the session's lease, kept by one
+ *   keepalive loop for every claim of the session; the lease is lost with the session's
+ *   epoch. Unbound (`bound: false`): it is renewed every `renewIntervalMs`; a refused renew
+ *   ends it as lost at once, a transient failure is retried until `deadlineMs -
+ *   safetyMarginMs`. Either way a loss is signalled before the server can let anyone else
+ *   acquire.
  * - A voluntary release stops renewal first: it never reports a loss.
  *
  * Does not: expose the runtime's controls (ending, reserving or committing a lease are the
@@ -58,8 +61,10 @@ export class ClaimHandle {
 
   /**
    * Install a lease for a claim a handoff committed to this generation, without a round
-   * trip. `deadlineMs` is the local-clock time until which the server keeps the claim (the
-   * handoff result carries it). A renew is sent at once to confirm ownership.
+   * trip. A bound record (`record.bound`) is held under the session's lease: its epoch must
+   * be the session's live one (else `no_lease`). Unbound, `deadlineMs` is the local-clock
+   * time until which the server keeps the claim (the handoff result carries it), and the
+   * first renew, within a second, confirms ownership.
    */
   adopt(record: ClaimRecord, deadlineMs: number): Lease {
     return this.#claim.adopt(record, deadlineMs);

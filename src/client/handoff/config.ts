@@ -25,9 +25,17 @@ export interface GenerationSessionConfig {
   backend: ClaimsBackend;
   /** Defaults to `<service>-<instanceId>-<nowMs>` (shortened with a hash to fit 256 bytes). */
   generationId?: string;
-  /** Lease duration of every claim; default 15 000, within 100 … 86 400 000. */
+  /**
+   * Bind claims to the session's lease (docs/protocol.md#sessions): default true. The session
+   * keeps one lease epoch with one keepalive loop (over the lease channel where a WebSocket
+   * can be opened), its claims are acquired, prepared and committed with `bound: true`, and
+   * none is renewed on its own. `false`: every claim keeps a deadline of its own (`ttlMs`)
+   * and its own renew loop, as before sessions existed.
+   */
+  bound?: boolean;
+  /** Lease duration: of the session's lease (bound) or of every claim; default 15 000, within 100 … 86 400 000. */
   leaseTtlMs?: number;
-  /** Renew period; default `leaseTtlMs / 3`; must leave room before the loss margin. */
+  /** Keepalive (bound) or renew period; default `leaseTtlMs / 3`; must leave room before the loss margin. */
   renewIntervalMs?: number;
   /** Retry period of `waitForOwnership` while it has no live watch of the claim; default 500. */
   acquireIntervalMs?: number;
@@ -44,7 +52,7 @@ export interface GenerationSessionConfig {
   drainTimeoutMs?: number;
   /**
    * The loss signal fires this long before the locally computed server deadline when no
-   * renew has succeeded; default `max(leaseTtlMs / 10, 50)` (src/client/lease-timing.ts). Covers clock-rate drift and
+   * renew (or keepalive of the session's lease) has succeeded; default `max(leaseTtlMs / 10, 50)` (src/client/lease-timing.ts). Covers clock-rate drift and
    * event-loop delay; it does not cover a paused process (see docs/handoff.md).
    */
   safetyMarginMs?: number;
@@ -57,6 +65,7 @@ export interface ResolvedConfig {
   readonly instanceId: string;
   readonly backend: ClaimsBackend;
   readonly generationId: string;
+  readonly bound: boolean;
   readonly leaseTtlMs: number;
   readonly renewIntervalMs: number;
   readonly acquireIntervalMs: number;
@@ -91,6 +100,7 @@ export function resolveConfig(config: GenerationSessionConfig): ResolvedConfig {
   const service = requireName("service", config.service);
   const instanceId = requireName("instanceId", config.instanceId);
   if (config.backend === undefined || config.backend === null) throw invalid("backend", "is required");
+  if (config.bound !== undefined && typeof config.bound !== "boolean") throw invalid("bound", "must be a boolean");
   const clock = config.clock ?? systemClock;
   const leaseTtlMs = duration("leaseTtlMs", config.leaseTtlMs, 15_000, TTL_MIN_MS, TTL_MAX_MS);
   const safetyMarginMs = duration(
@@ -135,6 +145,7 @@ export function resolveConfig(config: GenerationSessionConfig): ResolvedConfig {
     instanceId,
     backend: config.backend,
     generationId,
+    bound: config.bound ?? true,
     leaseTtlMs,
     renewIntervalMs,
     acquireIntervalMs,

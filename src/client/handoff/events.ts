@@ -2,8 +2,9 @@
  * Typed events of the handoff runtime and the listener registry that delivers them.
  *
  * Guarantees:
- * - Every generation state change, claim acquire/renew/loss/release, drain step, transfer
- *   step and handoff outcome is emitted as one event, in the order the runtime observed it.
+ * - Every generation state change, lease epoch start/keepalive/loss, claim
+ *   acquire/renew/loss/release, drain step, transfer step and handoff outcome is emitted as
+ *   one event, in the order the runtime observed it.
  * - Listeners never block or break the runtime: each is called synchronously in a
  *   `try/catch`; a listener that returns a promise is not awaited and its rejection is
  *   swallowed. `on()` returns an unsubscribe function.
@@ -19,6 +20,12 @@ export type LeaseEndReason = "released" | "lost" | "transferred" | "closed";
 /** Event payloads by type. Every event also carries {@link RuntimeEventBase}. */
 export interface RuntimeEventMap {
   "generation.state": { from: GenerationState; to: GenerationState; reason: string };
+  /** The session holds a lease epoch (docs/protocol.md#sessions); its bound claims follow it. */
+  "lease.started": { epoch: bigint; deadlineMs: number };
+  /** A keepalive of the epoch was confirmed (`deadlineMs`: local clock, the server keeps it at least until then). */
+  "lease.renewed": { epoch: bigint; deadlineMs: number; via: "channel" | "http" };
+  /** The epoch is over for this session: every claim bound to it is lost with it. */
+  "lease.lost": { epoch: bigint; error: Error };
   "claim.acquired": { claim: string; token: bigint; adopted: boolean };
   "claim.renewed": { claim: string; token: bigint; deadlineMs: number };
   "claim.lost": { claim: string; token: bigint; error: Error };

@@ -15,7 +15,10 @@ export interface HandedOffClaim {
   /** The successor's token (previousToken + 1). */
   token: bigint;
   record: ClaimRecord;
-  /** Local clock: the server keeps the claim for the successor at least until then. */
+  /**
+   * Local clock: the server keeps an unbound claim for the successor at least until then. A
+   * bound one (`record.bound`) is kept while the successor's lease epoch is live instead.
+   */
   deadlineMs: number;
 }
 

@@ -22,14 +22,23 @@
  *   with `no_transfer` (never "retire anyway", the Go reference's §5.15).
  * - After commit, each old lease's signal fires with reason `transferred`; the successor
  *   owns each claim with token + 1 and the result carries what it needs to adopt them.
+ * - Bound sessions (the default) prepare and commit with `bound: true`: the prepare checks
+ *   that the successor holds a live lease, the claims stay bound to this generation's epoch
+ *   until the commit, and the commit binds each to the successor's current epoch (no
+ *   reservation ttl, no renewals while prepared; the transfer timeout still aborts). A
+ *   successor that holds no lease (`no_lease`: an unbound session, or one between epochs)
+ *   gets that claim the unbound way instead — prepared with the reservation ttl and
+ *   committed with the lease ttl, each with a fresh operation id — so a handoff works
+ *   whichever kind of session the successor runs.
  *
- * Does not: move work between processes, or make the successor renew — the successor's
- * session does that (`waitForOwnership` or `adopt`).
+ * Does not: move work between processes, or keep the successor's claims — the successor's
+ * session does that (its lease, or `waitForOwnership` / `adopt`).
  */
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
-import { runStep } from "./batch-steps.ts";
+import type { BatchOp } from "../claims/claims-backend.ts";
+import { runStep, runStepWithFallback, type StepOp, type StepOutcome } from "./batch-steps.ts";
 import { REFUSED, type SessionClaim } from "./session-claim.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { DrainGroup } from "./drain-group.ts";
@@ -58,6 +67,8 @@ interface Member {
   handle: SessionClaim;
   lease: Lease;
   operationIds: { prepare: string; commit: string; abort: string };
+  /** Prepared and committed with `bound: true` (false once the successor answered `no_lease`). */
+  bound: boolean;
 }
 
 export class Handoff {
@@ -91,6 +102,7 @@ export class Handoff {
           commit: host.operationId("commit", handle.name),
           abort: host.operationId("abort", handle.name),
         },
+        bound: host.cfg.bound,
       }));
     // Draining later, the generation goes straight to `transferring` (a legal move) then.
     if (this.fromState === "active" && drainPoint === "before-prepare") host.transition("draining", "drain_started");
@@ -253,15 +265,12 @@ export class Handoff {
   private async prepareAll(signal: AbortSignal | undefined): Promise<(Error | undefined)[]> {
     const { cfg } = this.host;
     const sending = this.members.filter((m) => m.lease.held);
-    const outcomes = await runStep(
-      cfg.backend,
-      cfg.clock,
-      sending.map((m) => ({
-        op: { op: "prepare", ...this.opOf(m, "prepare"), token: m.lease.token, ttlMs: cfg.reservationTtlMs },
-        untilMs: this.transferDeadlineMs,
-      })),
-      signal,
-    );
+    const outcomes = await this.stepWithFallback(sending, "prepare", signal, (m) => ({
+      op: "prepare",
+      ...this.opOf(m, "prepare"),
+      token: m.lease.token,
+      ...(m.bound ? { bound: true } : { ttlMs: cfg.reservationTtlMs }),
+    }));
     return this.members.map((m) => {
       const i = sending.indexOf(m);
       const outcome = outcomes[i];
@@ -283,18 +292,38 @@ export class Handoff {
     });
   }
 
+  /**
+   * One step over `members` in batches; a bound op the successor refuses `no_lease` is sent
+   * once more unbound, under a fresh operation id (see the module doc).
+   */
+  private stepWithFallback(
+    members: Member[],
+    step: "prepare" | "commit",
+    signal: AbortSignal | undefined,
+    opOf: (m: Member) => BatchOp,
+  ): Promise<StepOutcome[]> {
+    const { cfg } = this.host;
+    const item = (m: Member): StepOp => ({ op: opOf(m), untilMs: this.transferDeadlineMs });
+    const retryAs = (i: number, outcome: StepOutcome): StepOp | undefined => {
+      const m = members[i]!;
+      if (!m.bound || outcome.ok || !hasCode(outcome.error, "no_lease")) return undefined;
+      m.bound = false;
+      m.operationIds[step] = this.host.operationId(step, m.handle.name);
+      return item(m);
+    };
+    return runStepWithFallback(cfg.backend, cfg.clock, members.map(item), retryAs, signal);
+  }
+
   /** Commit every claim in one batch: each member's hand-over, or its error, in claim order. */
   private async commitEvery(): Promise<(HandedOffClaim | Error)[]> {
     const { cfg } = this.host;
     const sentAt = cfg.clock.nowMs();
-    const outcomes = await runStep(
-      cfg.backend,
-      cfg.clock,
-      this.members.map((m) => ({
-        op: { op: "commit", ...this.opOf(m, "commit"), expectedToken: m.lease.token, ttlMs: cfg.leaseTtlMs },
-        untilMs: this.transferDeadlineMs,
-      })),
-    );
+    const outcomes = await this.stepWithFallback(this.members, "commit", undefined, (m) => ({
+      op: "commit",
+      ...this.opOf(m, "commit"),
+      expectedToken: m.lease.token,
+      ...(m.bound ? { bound: true } : { ttlMs: cfg.leaseTtlMs }),
+    }));
     return Promise.all(
       this.members.map(async (m, i) => {
         const outcome = outcomes[i]!;

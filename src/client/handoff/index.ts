@@ -1,6 +1,7 @@
 /**
- * The handoff runtime (docs/protocol.md#handoff): generation sessions, claim leases that renew
- * themselves and signal loss, drain groups, and two-phase handoff to a successor.
+ * The handoff runtime (docs/protocol.md#handoff): generation sessions that keep one lease
+ * (docs/protocol.md#sessions), claim leases bound to it that signal loss, drain groups, and
+ * two-phase handoff to a successor.
  * See docs/handoff.md.
  */
 export { GenerationSession, type CloseOptions } from "./session.ts";

@@ -7,13 +7,17 @@
  *   ownership epoch is a new Lease), and `deadlineMs`/`reserved` only move as the runtime
  *   learns from the server. What the runtime may do to a lease (end it, move its deadline,
  *   mark it reserved) is a {@link LeaseControl} handed to the lease's creator alone.
- * - `signal` aborts exactly once, when the lease ends for any reason: lost (renew refused,
- *   or no successful renew before `deadlineMs - safetyMarginMs`), released, transferred to
- *   a successor, or session closed. `signal.reason` is a `ShiftlockError` with code
- *   `lease_lost` and `details.reason` naming which; for a loss its `cause` is the refusal.
+ * - `signal` aborts exactly once, when the lease ends for any reason: lost, released,
+ *   transferred to a successor, or session closed. `signal.reason` is a `ShiftlockError`
+ *   with code `lease_lost` and `details.reason` naming which; for a loss its `cause` is
+ *   what proved it. A bound lease (the default, docs/protocol.md#sessions) is lost with the
+ *   session's lease epoch: no keepalive confirmed before `deadlineMs - safetyMarginMs`, or
+ *   the server ended the epoch, refused a keepalive or named another epoch. An unbound one
+ *   is lost on a refused renew, or no successful renew before `deadlineMs - safetyMarginMs`.
  * - The loss signal fires before the server-side deadline as long as the local clock does
  *   not run slower than the server's by more than the safety margin over one TTL (the rule
- *   is src/client/lease-timing.ts).
+ *   is src/client/lease-timing.ts). A bound lease's `deadlineMs` is its epoch's: every
+ *   lease of the epoch moves with each keepalive of the session.
  *
  * Does not: stop your code. Check `signal` (or `held`) before each protected step, and write
  * under `fence` (shiftlock/fence) so the resource refuses writes from an older owner.
@@ -26,7 +30,7 @@ import type { LeaseEndReason } from "./events.ts";
 
 /** What the runtime can do to a lease; never reachable from the lease itself. */
 export interface LeaseControl {
-  /** The local bound until which the server keeps the claim (renewals move it). */
+  /** The local bound until which the server keeps the claim (renewals, or the session's keepalives, move it). */
   readonly deadline: LeaseDeadline;
   /** End the lease once; false when it had already ended. */
   end(reason: LeaseEndReason, cause?: unknown): boolean;

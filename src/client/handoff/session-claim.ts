@@ -1,34 +1,42 @@
 /**
  * SessionClaim: the runtime's side of one named claim of a generation session — acquiring it,
- * keeping it renewed, releasing it, adopting it after a handoff, and what the session and
- * a handoff may do to it. `ClaimHandle` is its public face; nothing here is exported from
- * the package entry.
+ * keeping it (bound to the session's lease, or renewed on its own), releasing it, adopting it
+ * after a handoff, and what the session and a handoff may do to it. `ClaimHandle` is its
+ * public face; nothing here is exported from the package entry.
  *
  * Guarantees:
  * - At most one live {@link Lease} per claim; concurrent `tryAcquire`/`waitForOwnership`
  *   callers share one backend call and receive the same lease.
  * - No orphan ownership: an acquire that succeeds after every caller gave up (signal
- *   aborted) or after the session closed is released again at once.
- * - While a lease is held it is renewed by the client's one lease rule
+ *   aborted), after the session closed, or bound to a lease epoch the session no longer
+ *   holds is released again at once.
+ * - Bound (the default, docs/protocol.md#sessions): the claim is acquired with `bound: true`
+ *   under a live epoch of the session's lease (session-lease.ts) and has no renew loop; its
+ *   lease shares the epoch's deadline and ends as lost when the epoch is lost — before the
+ *   server can let anyone else have it when keepalives fail, at once when the server says
+ *   the epoch is over. An acquire answered `no_lease` ends the session's epoch; waiting
+ *   acquires try again under the next one.
+ * - Unbound (`bound: false`): the lease is renewed by the client's one lease rule
  *   (src/client/lease-timing.ts): a refused renew (`not_owner`, `stale_token`,
  *   `claim_not_found`, `evicted`) ends it as lost at once; a transient failure is retried until
  *   `deadlineMs - safetyMarginMs`, and only then is the lease lost — before the server can
- *   expire it and let anyone else acquire.
+ *   expire it and let anyone else acquire. A claim committed to this generation without a
+ *   binding (an unbound predecessor's handoff) is kept this way in either mode.
  * - A voluntary release stops renewal first: it never reports a loss.
  *
  * Does not: check that the claim name is registered anywhere (claims never are), or
- * release claims when the process dies (the server's TTL does that).
+ * release claims when the process dies (the server's lease or TTL does that).
  */
 import type { ClaimRecord } from "../../protocol/claims.ts";
 import { ShiftlockError, hasCode } from "../../protocol/errors.ts";
 import type { GenerationState } from "../../protocol/generations.ts";
-import type { ClaimWatchItem } from "../claims/claims-backend.ts";
 import { LeaseDeadline, keepAlive } from "../lease-timing.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { RuntimeEvents } from "./events.ts";
 import { Lease, type LeaseControl } from "./lease.ts";
-import { startWakeWatch } from "./wake-watch.ts";
-import { anySignal, isRetryable, retrying } from "../transport/retry-policy.ts";
+import type { LeaseTerm, SessionLease } from "./session-lease.ts";
+import { waitForOwnership } from "./ownership-wait.ts";
+import { retrying } from "../transport/retry-policy.ts";
 
 export interface ClaimAcquireOptions {
   signal?: AbortSignal | undefined;
@@ -60,6 +68,8 @@ export interface SessionContext {
   readonly events: RuntimeEvents;
   /** Aborts when the session closes. */
   readonly closedSignal: AbortSignal;
+  /** The session's lease, when its claims are bound (`cfg.bound`). */
+  readonly lease: SessionLease | undefined;
   readonly state: GenerationState;
   /** Throws `invalid_state` when the generation may not take claims now. */
   assertCanAcquire(): void;
@@ -72,9 +82,12 @@ export interface SessionContext {
 interface Held {
   lease: Lease;
   control: LeaseControl;
-  /** Stops this lease's renew loop. */
+  /** Stops this lease's renew loop (unbound) or its following of the epoch (bound). */
   renewStop: AbortController;
 }
+
+/** How a new lease is kept: bound to an epoch of the session's lease, or by its own deadline. */
+type Keeping = { term: LeaseTerm } | { deadlineMs: number };
 
 export class SessionClaim {
   private current: Held | undefined;
@@ -129,69 +142,13 @@ export class SessionClaim {
   }
 
   async waitForOwnership(opts: ClaimWaitOptions = {}): Promise<Lease> {
-    const { cfg } = this.session;
-    const stop = anySignal(opts.signal, this.session.closedSignal);
-    let wake: (() => void) | undefined;
-    let committed: { record: ClaimRecord; deadlineMs: number } | undefined;
-    const onItem = (item: ClaimWatchItem): void => {
-      if (item.type === "event" && item.reason === "transfer_committed" && this.isMine(item.claim)) {
-        // The commit event itself proves ownership: adopt without another round trip. The
-        // remaining ttl is counted from the event's arrival; the first renew, within
-        // ADOPTED_FIRST_RENEW_MAX_MS, re-bases the deadline on a measured round trip.
-        committed = { record: item.claim, deadlineMs: cfg.clock.nowMs() + (item.claim.expiresAtMs - item.timeMs) };
-      }
-      wake?.();
-    };
-    const watch =
-      opts.watch === false
-        ? undefined
-        : startWakeWatch(cfg.backend, cfg.clock, this.name, (claim) => this.isMine(claim), onItem, stop);
-    // With a live watch every change that can make the claim ours wakes the loop, so the
-    // poll is only a safety net and runs rarely: a standby waiting on many claims costs
-    // requests in proportion to their changes, not to the time it waits.
-    const pollMs = (): number => (watch?.live() === true ? cfg.watchedAcquireIntervalMs : cfg.acquireIntervalMs);
-    try {
-      for (;;) {
-        const held = this.lease;
-        if (held !== undefined) return held;
-        if (committed !== undefined) {
-          const { record, deadlineMs } = committed;
-          committed = undefined;
-          if (deadlineMs - cfg.safetyMarginMs > cfg.clock.nowMs()) return this.adopt(record, deadlineMs);
-        }
-        // A commit event that arrives while this poll is in flight is adopted at once: under
-        // load the poll's answer can take far longer than the event. The poll keeps its
-        // interest, so if it succeeds later it returns this same lease (acquireOnce), never
-        // a compensating release.
-        const gotEvent = new Promise<"event">((resolve) => (wake = () => resolve("event")));
-        const attempt = this.tryAcquire({ signal: stop }).then(
-          (lease) => ({ lease }),
-          (err: unknown) => ({ err }),
-        );
-        let answer = await Promise.race([attempt, gotEvent]);
-        if (answer === "event") {
-          if (committed !== undefined) continue;
-          answer = await attempt;
-        }
-        wake = undefined;
-        if ("lease" in answer) return answer.lease;
-        if (stop.aborted) throw this.stopReason(opts.signal);
-        const err = answer.err;
-        if (!hasCode(err, "claim_held") && !hasCode(err, "not_owner") && !isRetryable(err)) throw err;
-        if (committed !== undefined) continue;
-        const pause = new AbortController();
-        const woken = new Promise<void>((resolve) => (wake = resolve));
-        const slept = cfg.clock.sleep(pollMs(), AbortSignal.any([stop, pause.signal])).catch(() => {});
-        await Promise.race([woken, slept]);
-        pause.abort();
-        wake = undefined;
-        if (stop.aborted) throw this.stopReason(opts.signal);
-      }
-    } finally {
-      watch?.close(); // on the next tick, off the ownership's path (wake-watch.ts)
-    }
+    return waitForOwnership(this, this.session, opts);
   }
 
+  /**
+   * A claim a commit gave this generation. Unbound: kept from `deadlineMs`. Bound: under the
+   * session's epoch it was bound to, which must be the live one (else `no_lease`).
+   */
   adopt(record: ClaimRecord, deadlineMs: number): Lease {
     const held = this.lease;
     if (held !== undefined && held.token === record.fencingToken) return held;
@@ -201,7 +158,16 @@ export class SessionClaim {
         claim: record.name,
       });
     }
-    return this.install(record.fencingToken, deadlineMs, true);
+    if (!record.bound) return this.install(record.fencingToken, { deadlineMs }, true);
+    const term = this.session.lease?.current;
+    if (term === undefined || term.epoch !== record.leaseEpoch) {
+      throw new ShiftlockError(
+        "no_lease",
+        `claim ${JSON.stringify(this.name)} is bound to lease epoch ${record.leaseEpoch}, which this session does not hold`,
+        { claim: record.name },
+      );
+    }
+    return this.install(record.fencingToken, { term }, true);
   }
 
   /** Release the current lease, if any. */
@@ -257,7 +223,7 @@ export class SessionClaim {
     }
   }
 
-  /** Forget the current lease and stop its renewals. */
+  /** Forget the current lease and stop its renewals (or its following of the epoch). */
   private takeCurrent(): Held | undefined {
     const held = this.current;
     this.current = undefined;
@@ -267,12 +233,20 @@ export class SessionClaim {
 
   private async acquireOnce(): Promise<Lease> {
     const { cfg } = this.session;
+    const sessionLease = this.session.lease;
+    const term = sessionLease === undefined ? undefined : await sessionLease.live(this.session.closedSignal);
     const sentAt = cfg.clock.nowMs();
-    const record = await cfg.backend.acquireClaim({
-      claimName: this.name,
-      generationId: cfg.generationId,
-      ttlMs: cfg.leaseTtlMs,
-    });
+    const base = { claimName: this.name, generationId: cfg.generationId };
+    let record: ClaimRecord;
+    try {
+      record = await cfg.backend.acquireClaim(
+        term === undefined ? { ...base, ttlMs: cfg.leaseTtlMs } : { ...base, bound: true },
+      );
+    } catch (err) {
+      // The server holds no live lease of this generation: the session's epoch is over.
+      if (term !== undefined && hasCode(err, "no_lease")) sessionLease?.lostEpoch(term.epoch, err);
+      throw err;
+    }
     if (record.ownerGeneration !== cfg.generationId || record.phase !== "owned") {
       // E.g. our own reservation for a successor: not ownership we may work under.
       throw new ShiftlockError("claim_held", `claim ${JSON.stringify(this.name)} is ${record.phase}`, {
@@ -288,11 +262,25 @@ export class SessionClaim {
     // Adopted meanwhile (commit event): keep that lease, it is the same ownership epoch.
     const held = this.lease;
     if (held !== undefined && held.token === record.fencingToken) return held;
-    // The server's expiry is at least its receive time + ttl, which is after our send time + ttl.
-    return this.install(record.fencingToken, sentAt + cfg.leaseTtlMs, false);
+    if (term === undefined) {
+      // The server's expiry is at least its receive time + ttl, which is after our send time + ttl.
+      return this.install(record.fencingToken, { deadlineMs: sentAt + cfg.leaseTtlMs }, false);
+    }
+    if (!record.bound || record.leaseEpoch !== term.epoch || term.lost.aborted) {
+      // Bound to an epoch this session does not hold (its own ended meanwhile, or the server is
+      // at a newer one): nothing the session keeps would keep this claim.
+      if (record.leaseEpoch > term.epoch) {
+        sessionLease?.lostEpoch(term.epoch, new ShiftlockError("lease_lost", "the server is at a newer lease epoch"));
+      }
+      await this.compensate(record.fencingToken);
+      throw new ShiftlockError("no_lease", `the session's lease epoch ${term.epoch} ended while acquiring`, {
+        claim: this.name,
+      });
+    }
+    return this.install(record.fencingToken, { term }, false);
   }
 
-  private install(token: bigint, deadlineMs: number, adopted: boolean): Lease {
+  private install(token: bigint, keeping: Keeping, adopted: boolean): Lease {
     const { cfg } = this.session;
     this.takeCurrent();
     let control!: LeaseControl;
@@ -302,7 +290,8 @@ export class SessionClaim {
         claimName: this.name,
         generationId: cfg.generationId,
         token,
-        deadline: new LeaseDeadline(cfg.safetyMarginMs, deadlineMs),
+        // Bound: the epoch's own deadline object, so the lease follows every keepalive of the session.
+        deadline: "term" in keeping ? keeping.term.deadline : new LeaseDeadline(cfg.safetyMarginMs, keeping.deadlineMs),
         release: (): Promise<void> => this.releaseLease(lease),
       },
       (c) => (control = c),
@@ -311,11 +300,23 @@ export class SessionClaim {
     this.current = { lease, control, renewStop };
     this.session.events.emit("claim.acquired", { claim: this.name, token, adopted });
     this.session.noteAcquired();
+    if ("term" in keeping) {
+      this.follow(lease, keeping.term, renewStop.signal);
+      return lease;
+    }
     // An adopted claim's deadline was only estimated from an event: it renews early, but
     // after the commit batch it came from (see ADOPTED_FIRST_RENEW_MAX_MS).
     const firstDelayMs = adopted ? Math.min(cfg.renewIntervalMs, ADOPTED_FIRST_RENEW_MAX_MS) : cfg.renewIntervalMs;
     this.startRenew(lease, control, firstDelayMs, renewStop.signal);
     return lease;
+  }
+
+  /** A bound lease ends as lost with its epoch; `stop` (release, handoff, close) detaches it. */
+  private follow(lease: Lease, term: LeaseTerm, stop: AbortSignal): void {
+    const onLost = (): void => this.lose(lease, term.lost.reason as Error);
+    if (term.lost.aborted) return onLost();
+    term.lost.addEventListener("abort", onLost, { once: true });
+    stop.addEventListener("abort", () => term.lost.removeEventListener("abort", onLost), { once: true });
   }
 
   private async compensate(token: bigint): Promise<void> {
@@ -364,14 +365,5 @@ export class SessionClaim {
       // keepAlive never rejects by itself; a throwing hook must not become an unhandled rejection.
       events.emit("error", { op: "renew-loop", claim: this.name, error: err as Error });
     });
-  }
-
-  private isMine(claim: ClaimRecord | null): boolean {
-    return claim !== null && claim.ownerGeneration === this.session.cfg.generationId && claim.phase === "owned";
-  }
-
-  private stopReason(signal: AbortSignal | undefined): Error {
-    if (signal?.aborted === true) return signal.reason as Error;
-    return new ShiftlockError("invalid_state", "generation session is closed", { reason: "closed" });
   }
 }

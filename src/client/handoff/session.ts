@@ -1,18 +1,24 @@
 /**
- * GenerationSession: one deployment generation of a service — it registers, owns the renew
- * loops of its claims, tracks in-flight work, hands its claims to a successor, and closes.
- * Shaped after etcd's `concurrency.Session`: claims hang off the session, and closing the
- * session ends every lease.
+ * GenerationSession: one deployment generation of a service — it registers, keeps the
+ * generation's lease that its claims are bound to (or, unbound, the renew loops of its
+ * claims), tracks in-flight work, hands its claims to a successor, and closes. Shaped after
+ * etcd's `concurrency.Session`: claims hang off the session, and closing the session ends
+ * every lease.
  *
  * Guarantees:
  * - Config is validated at construction (`invalid_request` naming the field).
+ * - Bound (the default): one lease per session (session-lease.ts), started at registration
+ *   — `open()` resolves once the server confirmed its first epoch, so a successor is ready
+ *   for a handoff to bind its claims — and kept by one keepalive loop whatever the number of
+ *   claims; no claim is renewed on its own.
  * - Every generation state change goes through the protocol's legal-transition table
  *   (`src/core/generation-machine.ts`) before it is applied locally and sent to the server
  *   (PATCHes are sent in order; a refused PATCH is reported as an `error` event).
  * - No new claim is acquired while a handoff is in progress or after the session retired.
- * - `close()` ends every lease (signals fire), stops every renew loop and pending wait,
- *   releases held claims on the server unless `{ release: false }`, and retires the
- *   generation. It is idempotent.
+ * - `close()` ends every lease (signals fire), stops every renew loop, the session's lease
+ *   and every pending wait, releases held claims on the server unless `{ release: false }`,
+ *   and retires the generation (which ends the generation's lease on the server, and with it
+ *   any bound claim left). It is idempotent.
  * - Operation ids (`<generation>:<op>:<claim>:<seq>`) are valid names whatever the names
  *   involved (ids.ts), unique per step; a retried step reuses its id.
  * - What claims and handoffs need from the session (acquire checks, operation ids,
@@ -29,6 +35,7 @@ import { nameProblem } from "../../protocol/names.ts";
 import { canTransition } from "../../core/generation-machine.ts";
 import { ClaimHandle } from "./claim-handle.ts";
 import { SessionClaim, type SessionContext } from "./session-claim.ts";
+import { SessionLease } from "./session-lease.ts";
 import { resolveConfig, type GenerationSessionConfig, type ResolvedConfig } from "./config.ts";
 import { DrainGroup } from "./drain-group.ts";
 import { RuntimeEvents, type RuntimeEvent, type RuntimeEventType, type RuntimeListener } from "./events.ts";
@@ -53,6 +60,8 @@ export class GenerationSession implements AsyncDisposable {
   private stateChain: Promise<void> = Promise.resolve();
   private seq = 0;
   private current: Handoff | undefined;
+  /** The generation's lease its claims are bound to (undefined: `bound: false`). */
+  private readonly lease: SessionLease | undefined;
   /** What the session's claims and handoffs may ask of it. */
   private readonly host: SessionContext & HandoffHost;
 
@@ -60,11 +69,13 @@ export class GenerationSession implements AsyncDisposable {
   constructor(config: GenerationSessionConfig) {
     this.cfg = resolveConfig(config);
     this.events = new RuntimeEvents(this.cfg.generationId, () => this.cfg.clock.nowMs());
+    this.lease = this.cfg.bound ? new SessionLease({ cfg: this.cfg, events: this.events }) : undefined;
     const state = (): GenerationState => this.stateNow;
     this.host = {
       cfg: this.cfg,
       events: this.events,
       drain: this.drain,
+      lease: this.lease,
       get state() {
         return state();
       },
@@ -127,7 +138,10 @@ export class GenerationSession implements AsyncDisposable {
     return this.events.onAny(listener);
   }
 
-  /** Register with the service; a fresh generation moves joining → standby. */
+  /**
+   * Register with the service; a fresh generation moves joining → standby. Bound, the
+   * session's lease starts too: this resolves once its first epoch is confirmed.
+   */
   async register(opts: StepOptions = {}): Promise<void> {
     const record = await this.cfg.backend.registerGeneration(
       { id: this.cfg.generationId, service: this.cfg.service, instanceId: this.cfg.instanceId },
@@ -141,6 +155,16 @@ export class GenerationSession implements AsyncDisposable {
     this.stateNow = record.state;
     if (record.state === "joining") this.transition("standby", "registered");
     await this.flush();
+    await this.lease?.live(opts.signal);
+  }
+
+  /**
+   * The epoch of the generation's lease this session holds now and the local-clock bound
+   * until which the server keeps it (undefined: no live epoch, or `bound: false`).
+   */
+  get leaseEpoch(): { epoch: bigint; deadlineMs: number } | undefined {
+    const term = this.lease?.current;
+    return term === undefined ? undefined : { epoch: term.epoch, deadlineMs: term.deadline.deadlineMs };
   }
 
   /** The handle of a claim (cached per name; no server call). */
@@ -245,6 +269,7 @@ export class GenerationSession implements AsyncDisposable {
       }
     }
     await Promise.all(releases);
+    this.lease?.close();
     if (this.stateNow !== "retired" && this.stateNow !== "failed") this.transition("retired", "closed");
     await this.flush();
     this.events.emit("closed", {});
@@ -291,6 +316,7 @@ export class GenerationSession implements AsyncDisposable {
 
   /** Every claim was committed to the successor. */
   private retire(): void {
+    this.lease?.close();
     this.transition("retired", "retired");
     this.closeController.abort(closedError());
     this.drain.close();

@@ -22,6 +22,8 @@ export function closeQuietly(socket: WebSocketLike): void {
 /**
  * Ping every `intervalMs` until `signal` aborts or the socket closes; close the socket when
  * nothing was heard since the previous ping (`heardSinceLastPing` reads and resets that).
+ * `beforePing` is told just before each ping goes out (the lease channel counts each ping
+ * as a keepalive sent at that instant).
  */
 export async function pingUntilSilent(
   socket: WebSocketLike,
@@ -29,6 +31,7 @@ export async function pingUntilSilent(
   intervalMs: number,
   signal: AbortSignal,
   heardSinceLastPing: () => boolean,
+  beforePing?: () => void,
 ): Promise<void> {
   for (;;) {
     try {
@@ -42,6 +45,7 @@ export async function pingUntilSilent(
       return;
     }
     try {
+      beforePing?.();
       socket.send(WATCH_PING_TEXT);
     } catch {
       closeQuietly(socket);

@@ -24,7 +24,9 @@
  *   a 4008 the watch reconnects once the consumer has taken everything buffered: a slow
  *   consumer costs bounded memory and loses nothing.
  * - `close()` (or `break` in a `for await`) ends the iteration cleanly; the signal aborting
- *   ends it with the signal's reason. Either way the socket and timers are released.
+ *   ends it with the signal's reason. Either way the socket and timers are released. A
+ *   message the adapter calls final ends it cleanly, its connection dropped without waiting
+ *   for the server's close.
  *
  * Does not: bound its buffer by itself (the server bounds what it sends unacknowledged), or
  * know what a resume point is (the adapter does).
@@ -51,11 +53,17 @@ export interface Receipt<T> {
   event: boolean;
   /** The message shows the connection is established (claims: anything arrived; coord: `ready`). */
   established: boolean;
+  /**
+   * The server ends the watch with this message and closes the connection itself (the lease
+   * channel's `ended`): no reconnect; the connection is dropped (`terminate`, where the
+   * socket has it; else the server's close ends it) and the watch ends cleanly then.
+   */
+  final?: boolean;
 }
 
 /** The watch-specific half: resume point, meaning of messages, acknowledgement. */
 export interface WatchAdapter<M, C, T> {
-  /** URL of the next connection (it carries the resume point). */
+  /** URL of the next connection (it carries the resume point); asked just before the connection is opened. */
   url(): string;
   /** After a connection that was never established: reject with the refusal, if any. */
   probe(signal: AbortSignal): Promise<void>;
@@ -65,6 +73,8 @@ export interface WatchAdapter<M, C, T> {
   taken(item: T): void;
   /** The acknowledgement of `count` events processed since the last one (undefined: none to send). */
   ack(count: number): C | undefined;
+  /** A keep-alive ping is about to go out on the current connection (the lease channel times them). */
+  pinged?(): void;
 }
 
 export interface WatchSocketOptions<M, C> {
@@ -105,6 +115,8 @@ export class WatchSocket<M, C, T> implements AsyncIterable<T> {
   private socket: WebSocketLike | undefined;
   private connection = 0;
   private everEstablished = false;
+  /** The server sent its final message: the watch ends when this connection closes. */
+  private finalReceived = false;
   /** Events processed on the current connection since its last ack. */
   private processed = 0;
   private resolveEstablished!: () => void;
@@ -204,6 +216,11 @@ export class WatchSocket<M, C, T> implements AsyncIterable<T> {
       const startedAtMs = clock.nowMs();
       const outcome = await this.connectOnce();
       if (this.stop.signal.aborted) return;
+      if (this.finalReceived) {
+        this.queue.end();
+        this.shutdown();
+        return;
+      }
       if (outcome.code === LAGGING_CLOSE_CODE) {
         // Too slow: resume only once the consumer caught up with what is already buffered.
         await this.drainedOrStopped();
@@ -305,15 +322,26 @@ export class WatchSocket<M, C, T> implements AsyncIterable<T> {
         () => {},
       );
       socket.addEventListener("open", () => {
-        void pingUntilSilent(socket, clock, pingIntervalMs, connectionEnd.signal, () => {
-          const alive = heardSincePing;
-          heardSincePing = false;
-          return alive;
-        });
+        void pingUntilSilent(
+          socket,
+          clock,
+          pingIntervalMs,
+          connectionEnd.signal,
+          () => {
+            const alive = heardSincePing;
+            heardSincePing = false;
+            return alive;
+          },
+          () => this.adapter.pinged?.(),
+        );
       });
       socket.addEventListener("message", (event) => {
         heardSincePing = true;
         if (this.onFrame(event.data, id, resumed)) outcome.established = true;
+        // Nothing more will come: drop the connection rather than wait on the server's close
+        // (a process would stay up until the TCP connection ends). Without `terminate` the
+        // server's close ends it.
+        if (this.finalReceived) socket.terminate?.();
       });
       socket.addEventListener("close", (event) => {
         outcome.code = event.code;
@@ -347,6 +375,7 @@ export class WatchSocket<M, C, T> implements AsyncIterable<T> {
       this.everEstablished = true;
       this.resolveEstablished();
     }
+    if (receipt.final === true) this.finalReceived = true;
     for (const value of receipt.items) this.queue.push({ value, connection, event: receipt.event });
     // An event the adapter dropped (already seen) is processed as it arrives.
     if (receipt.event && receipt.items.length === 0) this.countProcessed();

@@ -23,6 +23,11 @@ export interface WebSocketLike {
   readonly readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
+  /**
+   * Drop the connection without a closing handshake (`ws` has it; browsers do not): used
+   * once the server said its last word, so the client never waits on the server's close.
+   */
+  terminate?(): void;
   addEventListener(type: "open" | "error", listener: () => void): void;
   addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
   addEventListener(type: "close", listener: (event: { code: number; reason: string }) => void): void;

@@ -4,7 +4,9 @@
  * Guarantees:
  * - What the row shows (owner, token, phase, deadline) comes from the object: a `GET` when
  *   the row opens, then its watch (the client's `watchClaim`: reconnect, resume, ack), and a
- *   `GET` whenever the deadline shown has passed (renewals send no event; expiry.ts). The
+ *   `GET` whenever the deadline shown has passed (renewals send no event; expiry.ts). A
+ *   bound claim's deadline is its owner generation's lease, read with `GET
+ *   …/generations/{id}` along with the claim (keepalives send no event either). The
  *   listing row that created it only names the claim: the index may trail the object
  *   (docs/listing.md), so its expiry is never shown. Of two records the one with the higher
  *   version wins, whatever order they arrived in.
@@ -21,7 +23,7 @@ import type { ClaimRecord } from "../../protocol/claims.ts";
 import { hasCode } from "../../protocol/errors.ts";
 import { el } from "../dom.ts";
 import { evictButton, type EvictTarget } from "./evict.ts";
-import { expiryView } from "./expiry.ts";
+import { expiryView, type LeaseSeen } from "./expiry.ts";
 
 /** Events kept per claim timeline (the server retains more; the page shows the latest). */
 export const TIMELINE_MAX = 50;
@@ -61,6 +63,8 @@ export class ClaimRow {
   private readonly abort = new AbortController();
   private lastCheckMs = -Infinity;
   private checking = false;
+  /** A bound claim's owner lease, as its generation last answered. */
+  private lease: (LeaseSeen & { generation: string }) | undefined;
 
   constructor(
     listed: ClaimRecord,
@@ -133,7 +137,10 @@ export class ClaimRow {
 
   /** Re-render the deadline, and ask the object when the one shown has passed. */
   tick(): void {
-    const view = expiryView(this.record, this.ctx.nowMs());
+    // Another owner's lease says nothing of this one's.
+    const lease = this.lease?.generation === this.record?.ownerGeneration ? this.lease : undefined;
+    const view = expiryView(this.record, this.ctx.nowMs(), lease);
+    if (lease !== undefined) this.tr.setAttribute("data-lease-expires", String(lease.expiresAtMs));
     this.tr.querySelector(".expiry")!.textContent = this.record === null ? "…" : view.text;
     if (view.due && this.ctx.nowMs() - this.lastCheckMs >= CHECK_EVERY_MS) void this.check();
   }
@@ -145,6 +152,12 @@ export class ClaimRow {
     this.lastCheckMs = this.ctx.nowMs();
     try {
       this.take(await this.ctx.claims.getClaim(this.name, { signal: this.abort.signal }));
+      const bound = this.record?.bound === true && this.record.phase !== "unowned" ? this.record : undefined;
+      if (bound !== undefined) {
+        const g = await this.ctx.claims.getGeneration(bound.ownerGeneration, { signal: this.abort.signal });
+        this.lease = { generation: g.id, epoch: g.leaseEpoch, expiresAtMs: g.leaseExpiresAtMs };
+        this.render();
+      }
     } catch (err) {
       if (!hasCode(err, "claim_not_found")) this.failed(err);
     } finally {
