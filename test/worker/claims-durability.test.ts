@@ -55,7 +55,9 @@ describe("claim durability", { timeout: 60_000 }, () => {
 
   it("the alarm survives a restart and still expires the claim", async () => {
     const c = fresh();
-    const acquired = (await c.post("/acquire", { generationId: "g1", ttlMs: TTL })).body.claim;
+    const acquired = (await c.post("/acquire", { generationId: "g1", ttlMs: TTL })).body.claim as {
+      expiresAtMs: number;
+    };
     await abortAllDurableObjects();
     const alarmAt = () => runInDurableObject(c.stub(), (_i, state) => state.storage.getAlarm());
     const alarm = await alarmAt();

@@ -37,6 +37,7 @@ import { inProcess } from "../in-process.ts";
 import { commandOf } from "../../core/claim-command.ts";
 import { nextDeadlineMs } from "../../core/claim-machine.ts";
 import { type LeaseView, leasesWanted } from "../../core/claim-leases.ts";
+import { leaseLive } from "../../core/generation-lease.ts";
 import { requestFingerprint } from "../../core/claim-operations.ts";
 import { systemClock, type Clock } from "../../core/clock.ts";
 import {
