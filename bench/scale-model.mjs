@@ -75,7 +75,11 @@ function zeroTallies() {
 }
 
 /**
- * Counts per object for each phase (a line belongs to the phase its call started in).
+ * Counts per object for each phase (a line belongs to the phase its call started in). A
+ * `delivery` line is the object's own call to a listing shard, started by a request or an
+ * alarm already counted (the alarm flushes the outbox, a delivery line even when nothing is
+ * owed): it is not a request to this object (the shard's `apply` is the billed one), so it
+ * counts only its rows, deliveries and busy time.
  * @param {MeterLine[]} lines
  * @param {Phase[]} phases
  * @returns {Map<string, Map<string, ObjectCounts>>} phase → object → counts
@@ -93,7 +97,7 @@ export function countByPhase(lines, phases) {
       objects.set(line.obj, c);
     }
     if (line.op === "alarm") c.alarms++;
-    else c.requests++;
+    else if (line.op !== "delivery") c.requests++;
     for (const k of TALLIES) c[k] += line[k] ?? 0;
     c.intervals.push([line.startMs, line.startMs + Math.max(line.durMs, 0)]);
   }
@@ -183,4 +187,123 @@ export function monthlyUsd(perSecond) {
     (perSecond.rowsWritten * m * PRICES.rowsWrittenPerM) / 1e6 +
     perSecond.storageGb * PRICES.storagePerGbMonth
   );
+}
+
+/**
+ * How incoming WebSocket messages are billed: `free` is Cloudflare's documented reading for
+ * messages the runtime auto-responds to (they "will not incur additional wall-clock time,
+ * and so they will not be charged"); `twentyToOne` bills them as other incoming messages,
+ * 20 messages to one request.
+ */
+export const WS_MESSAGE_BILLING = { free: 0, twentyToOne: 1 / 20 };
+
+/**
+ * @typedef {{ workerRequestsPerS: number, objectRequestsPerS: number, wsBilledPerS: number,
+ *   requestsPerS: number, claimObjectRequestsPerS: number, busiestReqPerS: number,
+ *   busiestKind: string, rowsWrittenPerS: number, alarmWritesPerS: number,
+ *   usdPerMonth: number }} SessionProjection
+ */
+
+/**
+ * Project a measured steady state of bound claims (docs/scale.md "Sessions") to
+ * `targetClaims` claims under `targetGenerations` generations, measured at the target's
+ * keepalive period and ttl (so no object is called more often than measured):
+ * - a generation object's load is its own (its keepalives, alarms, rows), so the totals of
+ *   generation objects, the Worker requests and the WebSocket messages scale with the
+ *   generation count; a claim object's with the claim count; a shared object's (the
+ *   listing's) with the generation count too, all on one object (none is expected);
+ * - the busiest object is the busiest measured own object at its measured rate, or a shared
+ *   kind's scaled total;
+ * - requests billed are Worker requests + object requests (metered calls and alarms) +
+ *   incoming WebSocket messages × `wsBilledPerMessage` ({@link WS_MESSAGE_BILLING});
+ * - rows written are the SQL rows plus the alarm writes (each setAlarm() is billed as a row
+ *   written); storage 4 KB per claim, as for the renewal projection.
+ * @param {ReturnType<typeof summarize>} measured
+ * @param {{ seconds: number, generations: number, claims: number, workerRequests: number,
+ *   wsMessagesIn: number, targetGenerations: number, targetClaims: number,
+ *   wsBilledPerMessage: number }} p
+ * @returns {SessionProjection}
+ */
+export function projectSessions(measured, p) {
+  const perGeneration = p.targetGenerations / p.generations;
+  const perClaim = p.targetClaims / p.claims;
+  const rate = (/** @type {number} */ n, /** @type {string} */ kind) =>
+    ((kind === "claim" ? perClaim : perGeneration) * n) / p.seconds;
+  let objectRequestsPerS = 0;
+  let busyObjectS = 0;
+  let rowsRead = 0;
+  let rowsWrittenPerS = 0;
+  let alarmWritesPerS = 0;
+  let busiest = { kind: measured.busiest.kind, r: measured.busiest.reqPerS };
+  for (const [kind, k] of Object.entries(measured.byKind)) {
+    objectRequestsPerS += rate(k.requests + k.alarms, kind);
+    busyObjectS += rate(k.busyS, kind);
+    rowsRead += rate(k.rowsRead, kind);
+    rowsWrittenPerS += rate(k.rowsWritten, kind);
+    alarmWritesPerS += rate(k.alarmsSet, kind);
+    const shared = kind === "index" || kind === "index-shard";
+    if (shared && rate(k.requests + k.alarms, kind) > busiest.r)
+      busiest = { kind, r: rate(k.requests + k.alarms, kind) };
+  }
+  const claim = measured.byKind["claim"];
+  const workerRequestsPerS = (p.workerRequests * perGeneration) / p.seconds;
+  const wsBilledPerS = ((p.wsMessagesIn * perGeneration) / p.seconds) * p.wsBilledPerMessage;
+  const usdPerMonth = monthlyUsd({
+    workerRequests: workerRequestsPerS,
+    objectRequests: objectRequestsPerS + wsBilledPerS,
+    busyObjectS,
+    rowsRead,
+    rowsWritten: rowsWrittenPerS + alarmWritesPerS,
+    storageGb: (p.targetClaims * 4096) / 1e9,
+  });
+  return {
+    workerRequestsPerS,
+    objectRequestsPerS,
+    wsBilledPerS,
+    requestsPerS: workerRequestsPerS + objectRequestsPerS + wsBilledPerS,
+    claimObjectRequestsPerS: claim === undefined ? 0 : rate(claim.requests + claim.alarms, "claim"),
+    busiestReqPerS: busiest.r,
+    busiestKind: busiest.kind,
+    rowsWrittenPerS,
+    alarmWritesPerS,
+    usdPerMonth,
+  };
+}
+
+/**
+ * Today's steady state for comparison with {@link projectSessions}: every claim renewed on
+ * its own, one Worker request and the claim object's measured work per renewal, projected to
+ * `targetClaims` renewed every `renewEveryS`, priced the same way (alarm writes as rows).
+ * Only claim objects count, as in bench/scale.mjs's monthly figure.
+ * @param {ReturnType<typeof summarize>} measured the renewals' steady phase
+ * @param {{ renewals: number, targetClaims: number, renewEveryS: number, perObjectFactor: number }} p `perObjectFactor`: how much more often a claim renews than measured
+ * @returns {SessionProjection}
+ */
+export function projectRenewals(measured, p) {
+  const c = measured.byKind["claim"];
+  const renewPerS = p.targetClaims / p.renewEveryS;
+  const perRenew = (/** @type {number} */ x) => (p.renewals === 0 ? 0 : (renewPerS * x) / p.renewals);
+  const objectRequestsPerS = perRenew((c?.requests ?? 0) + (c?.alarms ?? 0));
+  const rowsWrittenPerS = perRenew(c?.rowsWritten ?? 0);
+  const alarmWritesPerS = perRenew(c?.alarmsSet ?? 0);
+  const busiest = measured.busiest.kind === "claim" ? measured.busiest.reqPerS : 0;
+  return {
+    workerRequestsPerS: renewPerS,
+    objectRequestsPerS,
+    wsBilledPerS: 0,
+    requestsPerS: renewPerS + objectRequestsPerS,
+    claimObjectRequestsPerS: objectRequestsPerS,
+    busiestReqPerS: busiest * p.perObjectFactor,
+    busiestKind: "claim",
+    rowsWrittenPerS,
+    alarmWritesPerS,
+    usdPerMonth: monthlyUsd({
+      workerRequests: renewPerS,
+      objectRequests: objectRequestsPerS,
+      busyObjectS: perRenew(c?.busyS ?? 0),
+      rowsRead: perRenew(c?.rowsRead ?? 0),
+      rowsWritten: rowsWrittenPerS + alarmWritesPerS,
+      storageGb: (p.targetClaims * 4096) / 1e9,
+    }),
+  };
 }

@@ -18,7 +18,22 @@ import { setTimeout as sleep } from "node:timers/promises";
 import WebSocket from "ws";
 import { exitOnUncaught, hardLimit, stopAllAndExit } from "./cleanup.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
-import { PRICES, countByPhase, kindOf, monthlyUsd, parseMeterLine, projectPhase, summarize } from "./scale-model.mjs";
+import {
+  PRICES,
+  countByPhase,
+  kindOf,
+  parseMeterLine,
+  projectPhase,
+  projectRenewals,
+  summarize,
+} from "./scale-model.mjs";
+import {
+  SESSION_OPTIONS,
+  SESSION_USAGE,
+  reportSessions,
+  runSessionWorkload,
+  sessionSettings,
+} from "./scale-sessions.mjs";
 import { startServer } from "./server.mjs";
 import { parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { GenerationSession, HttpClaimsBackend } from "../src/client/index.ts";
@@ -29,7 +44,7 @@ let stage = "start";
 const fail = exitOnUncaught("bench:scale", () => stage);
 
 const USAGE = `usage: npm run bench:scale -- [--listing-entries N] [--claims N] [--ttl-ms MS] [--scopes M]
-  [--steady-s S] [--idle-s S] [--shards N]`;
+  [--steady-s S] [--idle-s S] [--shards N] ${SESSION_USAGE}`;
 const { values } = parseOptions(process.argv.slice(2), {
   "listing-entries": { type: "string", default: "20000" },
   claims: { type: "string", default: "2000" },
@@ -38,6 +53,7 @@ const { values } = parseOptions(process.argv.slice(2), {
   "steady-s": { type: "string", default: "30" },
   "idle-s": { type: "string", default: "120" },
   shards: { type: "string", default: "16" },
+  ...SESSION_OPTIONS,
   help: { type: "boolean" },
 });
 if (values.help) {
@@ -57,6 +73,7 @@ const scopes = int("--scopes", values.scopes, { min: 0 });
 const steadyS = int("--steady-s", values["steady-s"], { min: 1 });
 const idleS = int("--idle-s", values["idle-s"], { min: 1 });
 const shards = int("--shards", values.shards, { min: 1, max: 1024 });
+const sessionsSettings = sessionSettings(values);
 /** The run's hard limit. */
 const RUN_LIMIT_MS = 3_600_000;
 hardLimit("bench:scale", RUN_LIMIT_MS);
@@ -410,6 +427,19 @@ await phase("idle", async () => {
   await sleep(idleS * 1000);
 });
 
+stage = "the sessions";
+// Bound claims under generations' leases (bench/scale-sessions.mjs), after the idle phase.
+const sessionRun =
+  sessionsSettings.generations === 0
+    ? undefined
+    : await runSessionWorkload({
+        serverUrl: server.url,
+        token: "dev-token",
+        client,
+        lines,
+        settings: sessionsSettings,
+        shards,
+      });
 stage = "the report";
 
 /** Grants a waiter received when its holder left: end them too. */
@@ -490,16 +520,12 @@ function project(/** @type {number} */ n, /** @type {number} */ shardsProjected)
     opsPerSProjected: 1,
     perObjectFactor: 1,
   });
-  // Price the steady state: per renew, the Worker request, the claim's requests/rows/busy time (measured).
-  const c = steady.byKind["claim"];
-  const perRenew = (/** @type {number} */ x) => (renewals === 0 ? 0 : x / renewals);
-  const usdPerMonth = monthlyUsd({
-    workerRequests: renewPerSProjected,
-    objectRequests: renewPerSProjected * perRenew((c?.requests ?? 0) + (c?.alarms ?? 0)),
-    busyObjectS: renewPerSProjected * perRenew(c?.busyS ?? 0),
-    rowsRead: renewPerSProjected * perRenew(c?.rowsRead ?? 0),
-    rowsWritten: renewPerSProjected * perRenew(c?.rowsWritten ?? 0),
-    storageGb: (n * 4096) / 1e9,
+  // Price the steady state: per renew, the Worker request and the claim's requests, rows (alarm writes too) and busy time (measured).
+  const renewalsP = projectRenewals(steady, {
+    renewals,
+    targetClaims: n,
+    renewEveryS: 5,
+    perObjectFactor: perClaimSteady,
   });
   return {
     shards: shardsProjected,
@@ -509,7 +535,8 @@ function project(/** @type {number} */ n, /** @type {number} */ shardsProjected)
       idle: round(idleP.busiestReqPerS),
     },
     busiestKind: { steady: steadyP.busiestKind, handoff: handoffP.busiestKind, idle: idleP.busiestKind },
-    usdPerMonth: Math.round(usdPerMonth),
+    usdPerMonth: Math.round(renewalsP.usdPerMonth),
+    renewals: renewalsP,
   };
 }
 const round = (/** @type {number} */ x) => Math.round(x * 10) / 10;
@@ -527,6 +554,7 @@ console.log(
   `1,000,000 claims, ${p1m.shards} shards: busiest req/s ${JSON.stringify(p1m.busiestReqPerS)} (${JSON.stringify(p1m.busiestKind)}), ≈ $${p1m.usdPerMonth}/month`,
 );
 
+const sessions = sessionRun === undefined ? null : reportSessions(sessionRun, p100k.renewals);
 console.log(
   JSON.stringify({
     claims,
@@ -545,6 +573,7 @@ console.log(
     idleRequests,
     listingRowsReadPerPageMax,
     listingLimit: 100,
+    sessions,
   }),
 );
 await client.close();

@@ -7,8 +7,10 @@ import {
   monthlyUsd,
   parseMeterLine,
   projectPhase,
+  projectSessions,
   summarize,
   unionMs,
+  WS_MESSAGE_BILLING,
 } from "../../bench/scale-model.mjs";
 
 const line = (obj: string, op: string, startMs: number, durMs = 1, extra: object = {}) => ({
@@ -108,5 +110,54 @@ describe("scale model", () => {
       storageGb: 0,
     });
     expect(usd).toBeCloseTo(1.3);
+  });
+});
+
+describe("scale model: sessions", () => {
+  const gen = (i: number) => JSON.stringify(["ns", "generation", `g${i}`]);
+
+  it("counts an object's own listing delivery as its rows and time, not as a request to it", () => {
+    const counts = countByPhase(
+      [line(gen(0), "alarm", 0), line(gen(0), "delivery", 1, 1, { deliveries: 1 })],
+      [{ name: "p", startMs: 0, endMs: 10 }],
+    );
+    expect(counts.get("p")!.get(gen(0))).toMatchObject({ requests: 0, alarms: 1, deliveries: 1, rowsWritten: 4 });
+  });
+
+  it("projects a steady state of bound claims by the generation count, alarm writes billed as rows", () => {
+    // Two generations over 10 s: each fired one alarm (one alarm write) and wrote one row; 6 pings, 2 HTTP requests.
+    const lines = [0, 1].flatMap((i) => [line(gen(i), "alarm", i, 1, { rowsWritten: 1, alarmsSet: 1 })]);
+    const measured = summarize(countByPhase(lines, [{ name: "p", startMs: 0, endMs: 100 }]).get("p")!, 10);
+    const p = {
+      seconds: 10,
+      generations: 2,
+      claims: 200,
+      workerRequests: 2,
+      wsMessagesIn: 6,
+      targetGenerations: 1000,
+      targetClaims: 100_000,
+    };
+    const free = projectSessions(measured, { ...p, wsBilledPerMessage: WS_MESSAGE_BILLING.free });
+    // ×500 generations: 2 alarms / 10 s → 100 alarms/s, 100 rows/s + 100 alarm writes/s, 100 Worker requests/s.
+    expect(free).toMatchObject({
+      objectRequestsPerS: 100,
+      rowsWrittenPerS: 100,
+      alarmWritesPerS: 100,
+      wsBilledPerS: 0,
+    });
+    expect(free.workerRequestsPerS).toBeCloseTo(100);
+    expect(free.requestsPerS).toBeCloseTo(200);
+    expect(free.claimObjectRequestsPerS).toBe(0);
+    // A generation fired 0.1 alarms/s: its own rate, whatever the count.
+    expect(free).toMatchObject({ busiestKind: "generation", busiestReqPerS: 0.1 });
+    const billed = projectSessions(measured, { ...p, wsBilledPerMessage: WS_MESSAGE_BILLING.twentyToOne });
+    // 6 pings / 10 s × 500 = 300 messages/s, billed as 15 requests/s.
+    expect(billed.wsBilledPerS).toBeCloseTo(15);
+    const usd = (x: number) => x * 30 * 24 * 3600 * 1e-6;
+    // Worker $0.30/M, objects $0.15/M, rows $1/M, 2 ms busy per alarm at 128 MB, 400 MB stored.
+    const expected =
+      usd(100) * 0.3 + usd(100) * 0.15 + usd(200) * 1 + usd(100) * 0.001 * 1 + usd(0.1) * 0.128 * 12.5 + 0.4096 * 0.2;
+    expect(free.usdPerMonth).toBeCloseTo(expected, 0);
+    expect(billed.usdPerMonth - free.usdPerMonth).toBeCloseTo(usd(15) * 0.15, 1);
   });
 });
