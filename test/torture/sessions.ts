@@ -241,20 +241,22 @@ async function claimStep(s: Session): Promise<void> {
     await endLease(s, rng.chance(0.5) ? me : known(claim).pending);
     return;
   }
-  if (roll < 0.4) {
+  // A transfer from (or to) this session where it knows of none is mostly an acquire instead.
+  const aimless = (candidates: string[]): boolean => candidates.length === 0 && rng.chance(0.9);
+  if (roll < 0.4 || (roll < 0.55 && aimless(mine)) || (roll < 0.72 && roll >= 0.55 && aimless(toMe))) {
     const claim = rng.pick(claims);
     const body = { generationId: me, bound: true, ...(rng.chance(0.1) ? { allowEmptyOnly: true } : {}) };
     return sendClaimMutation(ctx, "acquire", claim, { ...body, operationId: operationId() });
   }
   if (roll < 0.55) {
-    const claim = mine.length > 0 && rng.chance(0.85) ? rng.pick(mine) : rng.pick(claims);
+    const claim = mine.length > 0 && rng.chance(0.9) ? rng.pick(mine) : rng.pick(claims);
     const to = s.peers.length > 0 ? rng.pick(s.peers) : `${me}x`;
     const bound = rng.chance(0.8) ? { bound: true } : { ttlMs: rng.int(SESSION_TTL_MS.min, SESSION_TTL_MS.max) };
     const body = { fromGeneration: me, toGeneration: to, token: known(claim).token, ...bound };
     return sendClaimMutation(ctx, "prepare", claim, { ...body, operationId: operationId() });
   }
   if (roll < 0.72) {
-    const claim = toMe.length > 0 && rng.chance(0.85) ? rng.pick(toMe) : rng.pick(claims);
+    const claim = toMe.length > 0 && rng.chance(0.9) ? rng.pick(toMe) : rng.pick(claims);
     const k = known(claim);
     const from = k.owner !== "" && k.owner !== me ? k.owner : rng.pick(keys.generations.filter((g) => g !== me));
     const bound = rng.chance(0.8) ? { bound: true } : { ttlMs: rng.int(SESSION_TTL_MS.min, SESSION_TTL_MS.max) };

@@ -49,6 +49,16 @@ const expiredAfter = (hold: ReturnType<typeof bound>, version: string) =>
   });
 const acquireBound = (g: string, id: string) => ({ generationId: g, bound: true, operationId: id });
 const acquireTtl = (g: string, id: string) => ({ generationId: g, ttlMs: 1000, operationId: id });
+/** g2 acquires c at `at` (token 2, version 3: after the expiry of g1's hold at version 2). */
+const takenByG2 = (at: number, id: string) =>
+  op(
+    "acquire",
+    "c",
+    acquireTtl("g2", id),
+    at - 5,
+    at + 5,
+    ok({ claim: { ...owned("g2", "2", "3", at, 1000), previousOwner: "g1" } }),
+  );
 
 /** g1 keeps epoch 1 until 1000, binds c at 100; g2 takes c at `takenAt`; `extra` in between. */
 function takeover(takenAt: number, extra: Parameters<typeof checkMutualExclusion>[0] = []) {
@@ -57,14 +67,7 @@ function takeover(takenAt: number, extra: Parameters<typeof checkMutualExclusion
     keepalive("g1", 0, 1000, "1"),
     op("acquire", "c", acquireBound("g1", "a"), 95, 105, ok({ claim: hold })),
     ...extra,
-    op(
-      "acquire",
-      "c",
-      acquireTtl("g2", "b"),
-      takenAt - 5,
-      takenAt + 5,
-      ok({ claim: { ...owned("g2", "2", "3", takenAt, 1000), previousOwner: "g1" } }),
-    ),
+    takenByG2(takenAt, "b"),
     op("get", "c", undefined, takenAt + 10, takenAt + 20, ok({ claim: owned("g2", "2", "3", takenAt, 1000) })),
     // The expiry in between, as a watcher heard it.
     {
@@ -184,14 +187,7 @@ describe("linearizability with lease views", () => {
       op("renew", "c", { generationId: "g1", token: "1", ttlMs: 500, operationId: "r" }, 200, 210, ok({ claim: hold })),
       op("acquire", "c", acquireTtl("g2", "b"), 300, 310, refused("claim_held", 409, { claim: hold })),
       endLease("g1", 500, "1"),
-      op(
-        "acquire",
-        "c",
-        acquireTtl("g2", "d"),
-        600,
-        610,
-        ok({ claim: { ...owned("g2", "2", "3", 605, 1000), previousOwner: "g1" } }),
-      ),
+      takenByG2(605, "d"),
     ];
     expect(checkLinearizability(history)).toMatchObject({ violations: [], unchecked: 0 });
   });
@@ -210,14 +206,7 @@ describe("linearizability with lease views", () => {
     const history = [
       keepalive("g1", 0, 1000, "1"),
       op("acquire", "c", acquireBound("g1", "a"), 95, 105, ok({ claim: hold })),
-      op(
-        "acquire",
-        "c",
-        acquireTtl("g2", "d"),
-        600,
-        610,
-        ok({ claim: { ...owned("g2", "2", "3", 605, 1000), previousOwner: "g1" } }),
-      ),
+      takenByG2(605, "d"),
     ];
     expect(messages(history)).toEqual([
       expect.stringMatching(/^c: version gap: nothing explains v2\.\.v2 and then v3/),
