@@ -83,9 +83,25 @@ interface GenerationFacts {
 
 const FINAL_STATES: ReadonlySet<string> = new Set(["retired", "failed"]);
 
+/** One generation's facts, indexed by epoch (built once, on first use). */
+interface Indexed {
+  facts: GenerationFacts;
+  deadlines: Map<bigint, Deadline[]>;
+  /** Extenders whose epoch an answer names, by epoch; and those it does not (by `askedMs`). */
+  extenders: Map<bigint, Extender[]>;
+  unknownExtenders: Extender[];
+  /** `endedThrough` by ascending epoch, and the earliest `byMs` from each index on. */
+  ended: { epoch: bigint; byMs: number }[];
+  endedMinFrom: number[];
+  /** For {@link LeaseEpochs.liveThroughout}: epochs by when they had begun, and the latest live-through up to each. */
+  begun: { startedByMs: number; liveThroughMs: number }[] | undefined;
+  begunMaxUpTo: number[];
+}
+
 /** The epoch bounds of every generation of a history (see the module comment). */
 export class LeaseEpochs {
   private readonly memo = new Map<string, EpochBounds>();
+  private readonly indexes = new Map<string, Indexed>();
 
   constructor(
     private readonly facts: ReadonlyMap<string, GenerationFacts>,
@@ -94,15 +110,18 @@ export class LeaseEpochs {
 
   /** The bounds of `generation`'s epoch `epoch` (a negative epoch is one nobody knows: unbounded). */
   bounds(generation: string, epoch: bigint): EpochBounds {
-    const facts = this.facts.get(generation);
-    if (facts === undefined || epoch < 1n) return { liveThroughMs: -Infinity, endedByMs: Infinity };
+    const index = this.index(generation);
+    if (index === undefined || epoch < 1n) return { liveThroughMs: -Infinity, endedByMs: Infinity };
     const key = `${generation}@${epoch}`;
     const known = this.memo.get(key);
     if (known !== undefined) return known;
-    // The epoch began after the previous one was last certainly live (epochs never overlap).
-    let startLo = -Infinity;
-    for (let e = this.firstUnknown(generation, epoch); e <= epoch; e++) {
-      const b = this.compute(facts, e, startLo);
+    // The epoch began after the previous one was last certainly live (epochs never overlap):
+    // computed in ascending order from the first epoch not yet known, so nothing recurses.
+    let e = epoch;
+    while (e > 1n && !this.memo.has(`${generation}@${e - 1n}`)) e--;
+    let startLo = e > 1n ? this.memo.get(`${generation}@${e - 1n}`)!.liveThroughMs : -Infinity;
+    for (; e <= epoch; e++) {
+      const b = this.compute(index, e, startLo);
       this.memo.set(`${generation}@${e}`, b);
       startLo = b.liveThroughMs;
     }
@@ -110,15 +129,32 @@ export class LeaseEpochs {
   }
 
   /**
-   * True when some epoch of `generation` had certainly begun by `fromMs` and was certainly
-   * live through `toMs`: every instant between, the generation held a live lease.
+   * True when some epoch of `generation` had certainly begun by `fromMs` (an answer showing
+   * it live had completed) and was certainly live through `toMs`: every instant between, the
+   * generation held a live lease.
    */
   liveThroughout(generation: string, fromMs: number, toMs: number): boolean {
-    const facts = this.facts.get(generation);
-    if (facts === undefined) return false;
-    return facts.deadlines.some(
-      (d) => d.doneMs <= fromMs && d.deadlineMs >= toMs && this.bounds(generation, d.epoch).liveThroughMs >= toMs,
-    );
+    const index = this.index(generation);
+    if (index === undefined) return false;
+    if (index.begun === undefined) {
+      index.begun = [...index.deadlines.entries()]
+        .map(([epoch, ds]) => ({
+          startedByMs: ds.reduce((m, d) => Math.min(m, d.doneMs), Infinity),
+          liveThroughMs: this.bounds(generation, epoch).liveThroughMs,
+        }))
+        .sort((a, b) => a.startedByMs - b.startedByMs);
+      let max = -Infinity;
+      index.begunMaxUpTo = index.begun.map((b) => (max = Math.max(max, b.liveThroughMs)));
+    }
+    const begun = index.begun;
+    let lo = 0;
+    let hi = begun.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (begun[mid]!.startedByMs <= fromMs) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo > 0 && index.begunMaxUpTo[lo - 1]! >= toMs;
   }
 
   /** The longest ttl any keepalive or channel of `generation` asked for (0: none). */
@@ -126,35 +162,75 @@ export class LeaseEpochs {
     return this.facts.get(generation)?.ttlMs ?? 0;
   }
 
-  /** The lowest epoch from which the bounds up to `epoch` must still be computed (ascending, so no recursion). */
-  private firstUnknown(generation: string, epoch: bigint): bigint {
-    let e = epoch;
-    while (e > 1n && !this.memo.has(`${generation}@${e - 1n}`)) e--;
-    return e;
+  private index(generation: string): Indexed | undefined {
+    const known = this.indexes.get(generation);
+    if (known !== undefined) return known;
+    const facts = this.facts.get(generation);
+    if (facts === undefined) return undefined;
+    const deadlines = new Map<bigint, Deadline[]>();
+    const push = <T>(map: Map<bigint, T[]>, epoch: bigint, item: T): void => {
+      const list = map.get(epoch);
+      if (list === undefined) map.set(epoch, [item]);
+      else list.push(item);
+    };
+    for (const d of facts.deadlines) push(deadlines, d.epoch, d);
+    const extenders = new Map<bigint, Extender[]>();
+    const unknownExtenders: Extender[] = [];
+    for (const x of facts.extenders) {
+      if (x.epoch === undefined) unknownExtenders.push(x);
+      else push(extenders, x.epoch, x);
+    }
+    const ended = [...facts.endedThrough].sort((a, b) => (a.epoch < b.epoch ? -1 : a.epoch > b.epoch ? 1 : 0));
+    const endedMinFrom: number[] = new Array<number>(ended.length);
+    for (let i = ended.length - 1, min = Infinity; i >= 0; i--) endedMinFrom[i] = min = Math.min(min, ended[i]!.byMs);
+    const index: Indexed = {
+      facts,
+      deadlines,
+      extenders,
+      unknownExtenders,
+      ended,
+      endedMinFrom,
+      begun: undefined,
+      begunMaxUpTo: [],
+    };
+    this.indexes.set(generation, index);
+    return index;
   }
 
-  private compute(facts: GenerationFacts, epoch: bigint, startLo: number): EpochBounds {
-    const own = facts.deadlines.filter((d) => d.epoch === epoch);
-    const maxDeadline = Math.max(-Infinity, ...own.map((d) => d.deadlineMs));
+  private compute(index: Indexed, epoch: bigint, startLo: number): EpochBounds {
+    const own = index.deadlines.get(epoch) ?? [];
+    let maxDeadline = -Infinity;
     // An answer asked after a request completed, still showing the epoch live: that request did not end it.
-    const lastSeenLiveAsked = Math.max(-Infinity, ...own.map((d) => d.askedMs));
+    let lastSeenLiveAsked = -Infinity;
+    for (const d of own) {
+      maxDeadline = Math.max(maxDeadline, d.deadlineMs);
+      lastSeenLiveAsked = Math.max(lastSeenLiveAsked, d.askedMs);
+    }
     let cut = Infinity;
-    for (const r of facts.ends) {
+    for (const r of index.facts.ends) {
       if (r.doneMs < lastSeenLiveAsked || r.doneMs + CLOCK_SLACK_MS < startLo) continue;
       cut = Math.min(cut, r.askedMs - CLOCK_SLACK_MS);
     }
     const liveThroughMs = Math.min(maxDeadline, cut);
 
-    let endedByMs = Math.min(Infinity, ...facts.endedThrough.filter((t) => t.epoch >= epoch).map((t) => t.byMs));
-    if (maxDeadline > -Infinity) {
-      endedByMs = Math.min(endedByMs, this.chain(facts, epoch, maxDeadline, startLo));
+    // The first answer showing this epoch, or a later one, over.
+    let lo = 0;
+    let hi = index.ended.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (index.ended[mid]!.epoch < epoch) lo = mid + 1;
+      else hi = mid;
     }
+    let endedByMs = lo < index.ended.length ? index.endedMinFrom[lo]! : Infinity;
+    if (maxDeadline > -Infinity) endedByMs = Math.min(endedByMs, this.chain(index, epoch, maxDeadline, startLo));
     return { liveThroughMs, endedByMs };
   }
 
   /** The latest deadline the epoch may have reached from `deadlineMs` (see "ended by" in the module comment). */
-  private chain(facts: GenerationFacts, epoch: bigint, deadlineMs: number, startLo: number): number {
-    const extenders = facts.extenders.filter((x) => x.epoch === undefined || x.epoch === epoch);
+  private chain(index: Indexed, epoch: bigint, deadlineMs: number, startLo: number): number {
+    const extenders = [...(index.extenders.get(epoch) ?? []), ...index.unknownExtenders].sort(
+      (a, b) => a.askedMs - b.askedMs,
+    );
     const restarts = this.crashTimes.filter((k) => k >= startLo);
     let c = deadlineMs;
     let next = 0;
@@ -165,7 +241,7 @@ export class LeaseEpochs {
         c = Math.max(c, x.appliedByMs + x.ttlMs);
       }
       if (crash < restarts.length && restarts[crash]! <= c) {
-        c += facts.slackMs;
+        c += index.facts.slackMs;
         crash++;
         continue;
       }
@@ -249,7 +325,6 @@ export function leaseEpochs(history: readonly HistoryEntry[]): LeaseEpochs {
 
   for (const conn of channels(history)) learnChannel(of(conn.generation), conn, learn, appliedBy);
 
-  for (const f of facts.values()) f.extenders.sort((a, b) => a.askedMs - b.askedMs);
   return new LeaseEpochs(facts, crashTimes);
 }
 
