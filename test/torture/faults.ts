@@ -15,7 +15,10 @@
  *   deadlines fall due just before or just after the server is back (starts vary by
  *   seconds on a loaded machine; the crash's log line says where they fell);
  * and once it serves, the listing judge (listing-probe.ts) compares the listing with every
- * object before the clients go on.
+ * object before the clients go on. With sessions, some claims are bound to a session lease
+ * instead (crash-setup.ts), ended just before the kill half of the time: the judge then
+ * reads on until the end must have reached them ({@link RELEASE_BOUND_MS} after the
+ * restart, or after the lease's latest end), with nobody contending.
  *
  * A share of the other crashes are *session crashes*, timed on a session's lease
  * (sessions.ts), so that the generation object dies between ending an epoch and delivering
@@ -34,6 +37,7 @@
  * included, is the same with session crashes or without); the server is running and not
  * paused, and the clients' gate open, when `run` resolves.
  */
+import { RELEASE_BOUND_MS } from "./check/bound-release.ts";
 import type { HeldForCrash } from "./crash-setup.ts";
 import type { FaultEntry, HistoryWriter } from "./history.ts";
 import type { QuietPoint } from "./listing-probe.ts";
@@ -155,6 +159,8 @@ async function lapseCrash(options: FaultOptions, lapse: LapseOptions, counts: Fa
     await sleepUntil(quietAtMs + LONGEST_DEADLINE_MS + 1);
     const held = await lapse.hold(ttlMs);
     await sleep(killDelayMs);
+    const endBound = held.bound?.endBeforeKill === true ? held.endBound : undefined;
+    if (endBound !== undefined) await endBound();
     const killAtMs = Date.now();
     history.write({ t: "fault", kind: "crash", atMs: killAtMs, lapse: mode });
     await server.crash();
@@ -171,7 +177,21 @@ async function lapseCrash(options: FaultOptions, lapse: LapseOptions, counts: Fa
     options.log(
       `crash ${counts.crashes}: ${label}, ttl ${ttlMs} ms, restarted ${restartAtMs - held.lastDeadlineMs} ms after the last deadline`,
     );
-    await lapse.judge({ label, quietAtMs: restartAtMs, leasesFreeAtMs: lastDeadlineMs + LAPSE_SLACK_MS });
+    // Claims bound to a session lease hear its end after the restart: from storage, at once if
+    // it was ended before the kill, else when the lease runs out (at most two ttls past its deadline).
+    const bound = held.bound;
+    const boundEndedByMs =
+      bound === undefined
+        ? 0
+        : endBound !== undefined
+          ? restartAtMs
+          : Math.max(restartAtMs, bound.deadlineMs + 2 * bound.ttlMs);
+    const boundFreeAtMs = bound === undefined ? 0 : boundEndedByMs + RELEASE_BOUND_MS + LAPSE_SLACK_MS;
+    await lapse.judge({
+      label,
+      quietAtMs: restartAtMs,
+      leasesFreeAtMs: Math.max(lastDeadlineMs + LAPSE_SLACK_MS, boundFreeAtMs),
+    });
   } finally {
     lapse.resume();
   }

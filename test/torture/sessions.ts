@@ -27,10 +27,20 @@ import { endGenerationLease, keepaliveGeneration, registerGeneration } from "../
 import type { Outcome } from "./history.ts";
 import { LeaseChannel, type ChannelLease } from "./lease-channel.ts";
 import { sleep } from "./server-process.ts";
+import type { Call } from "./wire.ts";
 import { record, sendClaimMutation, type ClientContext } from "./workload.ts";
 
-/** Lease ttls the sessions ask for (ms): within the coord leases' range, so LONGEST_DEADLINE_MS holds. */
+/** Lease ttls the sessions mostly ask for (ms): within the coord leases' range. */
 export const SESSION_TTL_MS = { min: 600, max: 2_000 } as const;
+/**
+ * The ttls of one lease in five (ms): longer than the server takes to restart (8–26 s on a
+ * loaded machine), so that deadlines answered before a crash are still ahead after it and
+ * the restart rule (docs/generations.md "The lease after a restart") is put to the test.
+ * Such a lease outlives LONGEST_DEADLINE_MS, and its bound claims a quiet point.
+ */
+export const SESSION_LONG_TTL_MS = { min: 5_000, max: 25_000 } as const;
+/** A session crash timed on an expiry waits for a deadline at most this far ahead (ms). */
+const EXPIRING_WITHIN_MS = 3_000;
 
 /** How a session treats the lease it just started. */
 type Plan = "keep" | "late" | "lapse" | "end";
@@ -40,10 +50,15 @@ export class SessionBoard {
   /** The lease each session holds, as it knows it, and whether it is keeping it. */
   readonly leases = new Map<string, { lease: ChannelLease | undefined; held: boolean }>();
 
-  /** A session whose lease is live now, preferring one with a transfer prepared from it (`claims` by owner). */
-  pick(pending: (generation: string) => boolean, roll: number): string | undefined {
+  /**
+   * A session whose lease is live now (and ends within `withinMs`), preferring one for which
+   * `pending` holds (a transfer prepared from it).
+   */
+  pick(pending: (generation: string) => boolean, roll: number, withinMs = Infinity): string | undefined {
+    const now = Date.now();
     const live = [...this.leases.entries()]
-      .filter(([, s]) => !s.held && s.lease !== undefined && s.lease.deadlineMs > Date.now() + 50)
+      .filter(([, s]) => !s.held && s.lease !== undefined && s.lease.deadlineMs > now + 50)
+      .filter(([, s]) => s.lease!.deadlineMs <= now + withinMs)
       .map(([g]) => g);
     const preferred = live.filter(pending);
     const from = preferred.length > 0 ? preferred : live;
@@ -125,7 +140,8 @@ async function startLease(s: Session): Promise<void> {
   const { rng } = s.ctx;
   s.channel?.close();
   s.channel = undefined;
-  s.ttlMs = rng.int(SESSION_TTL_MS.min, SESSION_TTL_MS.max);
+  const ttl = rng.chance(0.2) ? SESSION_LONG_TTL_MS : SESSION_TTL_MS;
+  s.ttlMs = rng.int(ttl.min, ttl.max);
   const roll = rng.next();
   s.plan = roll < 0.6 ? "keep" : roll < 0.75 ? "late" : roll < 0.9 ? "lapse" : "end";
   if (rng.chance(0.7)) {
@@ -167,14 +183,29 @@ function nextKeep(s: Session): number {
   return Date.now() + Math.floor(s.ttlMs / 3) + rng.int(-50, 50);
 }
 
-async function keepalive(s: Session): Promise<void> {
-  const { ctx } = s;
-  const { outcome } = await record(ctx, "keepaliveGeneration", s.generation, {
+/** The keepalive of `generation`'s lease for `ttlMs`. */
+export function keepaliveCall(ctx: ClientContext, generation: string, ttlMs: number): Call {
+  return {
     method: "POST",
     path: keepaliveGeneration.path,
-    params: { ns: ctx.keys.namespace, id: s.generation },
-    body: { ttlMs: s.ttlMs },
-  });
+    params: { ns: ctx.keys.namespace, id: generation },
+    body: { ttlMs },
+  };
+}
+
+/** `lease/end` of `generation`'s lease, with a fresh operationId (a retry sends the same call again). */
+export function leaseEndCall(ctx: ClientContext, generation: string): Call {
+  return {
+    method: "POST",
+    path: endGenerationLease.path,
+    params: { ns: ctx.keys.namespace, id: generation },
+    body: { operationId: `end-${ctx.id}-${ctx.history.newId()}` },
+  };
+}
+
+async function keepalive(s: Session): Promise<void> {
+  const { ctx } = s;
+  const { outcome } = await record(ctx, "keepaliveGeneration", s.generation, keepaliveCall(ctx, s.generation, s.ttlMs));
   if (outcome.type === "error" && outcome.code === "generation_not_found") await register(s);
   s.lease = leaseOf(outcome) ?? (outcome.type === "unknown" ? s.lease : undefined);
 }
@@ -182,12 +213,7 @@ async function keepalive(s: Session): Promise<void> {
 /** End `generation`'s lease (this session's, or a peer's), retrying an ambiguous end once or twice. */
 async function endLease(s: Session, generation: string): Promise<Outcome> {
   const { ctx } = s;
-  const call = {
-    method: "POST" as const,
-    path: endGenerationLease.path,
-    params: { ns: ctx.keys.namespace, id: generation },
-    body: { operationId: `end-${ctx.id}-${s.opSeq++}` },
-  };
+  const call = leaseEndCall(ctx, generation);
   const first = await record(ctx, "endLeaseGeneration", generation, call);
   let outcome = first.outcome;
   for (let attempt = 0; outcome.type === "unknown" && attempt < 2 && ctx.rng.chance(0.6); attempt++) {
@@ -299,25 +325,20 @@ export async function endForCrash(ctx: ClientContext, board: SessionBoard): Prom
     [...ctx.knowledge.claims.values()].some((c) => c.owner === g && c.pending !== "");
   const generation = board.pick(pending, ctx.rng.next());
   if (generation === undefined) return false;
-  const { outcome } = await record(ctx, "endLeaseGeneration", generation, {
-    method: "POST",
-    path: endGenerationLease.path,
-    params: { ns: ctx.keys.namespace, id: generation },
-    body: { operationId: `end-${ctx.id}-${ctx.history.newId()}` },
-  });
+  const { outcome } = await record(ctx, "endLeaseGeneration", generation, leaseEndCall(ctx, generation));
   return outcome.type === "ok";
 }
 
 /**
- * Hold a live session lease (its session stops keeping it) and return its generation and
- * deadline, for a crash timed on its expiry (undefined: none is live); {@link releaseHeld}
+ * Hold a live session lease that ends within 3 s (its session stops keeping it) and return
+ * its generation and deadline, for a crash timed on its expiry (undefined: none); {@link releaseHeld}
  * lets the session keep it again.
  */
 export function holdForCrash(
   ctx: ClientContext,
   board: SessionBoard,
 ): { generation: string; deadlineMs: number } | undefined {
-  const generation = board.pick(() => true, ctx.rng.next());
+  const generation = board.pick(() => true, ctx.rng.next(), EXPIRING_WITHIN_MS);
   const entry = generation === undefined ? undefined : board.leases.get(generation);
   if (generation === undefined || entry?.lease === undefined) return undefined;
   entry.held = true;

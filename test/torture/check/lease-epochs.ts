@@ -43,6 +43,8 @@ export interface EpochBounds {
   liveThroughMs: number;
   /** The epoch had ended by this instant (Infinity: nothing says so). */
   endedByMs: number;
+  /** When the first answer showing the epoch over completed (Infinity: none did). */
+  seenOverMs: number;
 }
 
 /** A deadline an answer gave an epoch; `askedMs` −Infinity when the answer cannot date when it was live. */
@@ -111,7 +113,8 @@ export class LeaseEpochs {
   /** The bounds of `generation`'s epoch `epoch` (a negative epoch is one nobody knows: unbounded). */
   bounds(generation: string, epoch: bigint): EpochBounds {
     const index = this.index(generation);
-    if (index === undefined || epoch < 1n) return { liveThroughMs: -Infinity, endedByMs: Infinity };
+    if (index === undefined || epoch < 1n)
+      return { liveThroughMs: -Infinity, endedByMs: Infinity, seenOverMs: Infinity };
     const key = `${generation}@${epoch}`;
     const known = this.memo.get(key);
     if (known !== undefined) return known;
@@ -155,6 +158,17 @@ export class LeaseEpochs {
       else hi = mid;
     }
     return lo > 0 && index.begunMaxUpTo[lo - 1]! >= toMs;
+  }
+
+  /** Every generation and epoch some answer names, in ascending epoch order per generation. */
+  *epochs(): Generator<{ generation: string; epoch: bigint }> {
+    for (const generation of this.facts.keys()) {
+      const index = this.index(generation)!;
+      const known = new Set([...index.deadlines.keys(), ...index.ended.map((t) => t.epoch)]);
+      for (const epoch of [...known].filter((e) => e >= 1n).sort((a, b) => (a < b ? -1 : 1))) {
+        yield { generation, epoch };
+      }
+    }
   }
 
   /** The longest ttl any keepalive or channel of `generation` asked for (0: none). */
@@ -221,9 +235,10 @@ export class LeaseEpochs {
       if (index.ended[mid]!.epoch < epoch) lo = mid + 1;
       else hi = mid;
     }
-    let endedByMs = lo < index.ended.length ? index.endedMinFrom[lo]! : Infinity;
+    const seenOverMs = lo < index.ended.length ? index.endedMinFrom[lo]! : Infinity;
+    let endedByMs = seenOverMs;
     if (maxDeadline > -Infinity) endedByMs = Math.min(endedByMs, this.chain(index, epoch, maxDeadline, startLo));
-    return { liveThroughMs, endedByMs };
+    return { liveThroughMs, endedByMs, seenOverMs };
   }
 
   /** The latest deadline the epoch may have reached from `deadlineMs` (see "ended by" in the module comment). */

@@ -23,6 +23,12 @@
  * its owner was answered or left unanswered before the acquisition): then its entitlement
  * is unknown.
  *
+ * Generations — violation: an answer showing a lease epoch over (a later epoch, or no lease)
+ * that completed before the instant that epoch was live through (lease-epochs.ts): a
+ * keepalive, a restart or anything else ended it before a deadline the server had answered,
+ * with no `lease/end` (or final state) that may have ended it. The server keeps every
+ * deadline it answered, restarts included (docs/generations.md "The lease after a restart").
+ *
  * Coord — violation: lease B granted (at its grant's `expiresAtMs − ttlMs`, the server's
  * own instant) while an earlier lease A of the same scope was entitled to it: the last
  * acknowledged grant or keepalive of A applied before that instant (applied at
@@ -32,8 +38,15 @@
  * live ≤ 2 s, far fewer epochs than that).
  */
 import type { HistoryEntry } from "../history.ts";
-import { leaseEpochs } from "./lease-epochs.ts";
-import { claimObservations, claimOps, groupBy, type Violation, type WireClaim } from "./observations.ts";
+import { leaseEpochs, type LeaseEpochs } from "./lease-epochs.ts";
+import {
+  CLOCK_SLACK_MS,
+  claimObservations,
+  claimOps,
+  groupBy,
+  type Violation,
+  type WireClaim,
+} from "./observations.ts";
 
 const CHECKER = "mutual-exclusion";
 const EPOCH_WINDOW = 200;
@@ -102,7 +115,7 @@ export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualEx
       }
     }
   }
-  violations.push(...leaseExclusion(history));
+  violations.push(...epochExclusion(epochs), ...leaseExclusion(history));
   const judged = { acquisitions: acquisitions.size, expiries: expiries.size, bound: boundJudged.size };
   return { violations, unjudged, judged };
 
@@ -130,6 +143,21 @@ interface Entitlement {
   what: string;
   /** Judged by a lease epoch (a bound hold). */
   epoch?: true;
+}
+
+/** Generation lease epochs seen over before the instant they were live through (see the module comment). */
+function epochExclusion(epochs: LeaseEpochs): Violation[] {
+  const violations: Violation[] = [];
+  for (const { generation, epoch } of epochs.epochs()) {
+    const { liveThroughMs, seenOverMs } = epochs.bounds(generation, epoch);
+    if (seenOverMs + CLOCK_SLACK_MS <= liveThroughMs) {
+      violations.push({
+        checker: CHECKER,
+        message: `generation ${generation}: epoch ${epoch} was answered over by ${seenOverMs}, but live through ${liveThroughMs}`,
+      });
+    }
+  }
+  return violations;
 }
 
 /** `claim/generation` → when each bound acquire or commit for that owner was asked (refused ones bind nothing). */

@@ -85,9 +85,13 @@ describe("lease epochs: what the history proves of an epoch's end", () => {
   it("live through the latest answered deadline, cut by a lease/end that may have ended it", () => {
     const history = [keepalive("g", 0, 1000, "1"), keepalive("g", 300, 1000, "1")];
     // Ended by the last keepalive's latest possible deadline: answered by 305, plus its ttl.
-    expect(leaseEpochs(history).bounds("g", 1n)).toEqual({ liveThroughMs: 1300, endedByMs: 1305 });
+    expect(leaseEpochs(history).bounds("g", 1n)).toEqual({
+      liveThroughMs: 1300,
+      endedByMs: 1305,
+      seenOverMs: Infinity,
+    });
     const ended = leaseEpochs([...history, endLease("g", 500, "1")]).bounds("g", 1n);
-    expect(ended).toEqual({ liveThroughMs: 490, endedByMs: 505 });
+    expect(ended).toEqual({ liveThroughMs: 490, endedByMs: 505, seenOverMs: 505 });
     // A keepalive asked after that end completed, still answering epoch 1: the end was not of epoch 1.
     const later = leaseEpochs([endLease("g", 500, "1"), keepalive("g", 600, 1000, "1")]).bounds("g", 1n);
     expect(later.liveThroughMs).toBe(1600);
@@ -95,7 +99,7 @@ describe("lease epochs: what the history proves of an epoch's end", () => {
 
   it("a crash while the epoch is live adds the restart slack to when it had certainly ended", () => {
     const history = [keepalive("g", 0, 1000, "1"), fault("crash", 500), fault("restart", 600)];
-    expect(leaseEpochs(history).bounds("g", 1n)).toEqual({ liveThroughMs: 1000, endedByMs: 1005 + 2 * 1000 });
+    expect(leaseEpochs(history).bounds("g", 1n)).toMatchObject({ liveThroughMs: 1000, endedByMs: 1005 + 2 * 1000 });
   });
 
   it("a counted pong extends the epoch; one that came after the deadline held does not", () => {
@@ -143,6 +147,28 @@ describe("mutual exclusion of bound claims", () => {
         "c token 2 acquired by g2 at 1100 while token 1 (g1) held it until g1's epoch 1, live through 1600",
       ]),
     );
+  });
+});
+
+describe("lease epochs end no earlier than their answered deadlines", () => {
+  const epochOver = (history: Parameters<typeof checkMutualExclusion>[0]) =>
+    checkMutualExclusion(history).violations.map((v) => v.message);
+
+  it("accepts a new epoch after the deadline, or after a lease/end", () => {
+    expect(epochOver([keepalive("g", 0, 1000, "1"), keepalive("g", 1100, 1000, "2")])).toEqual([]);
+    const ended = [keepalive("g", 0, 1000, "1"), endLease("g", 300, "1"), keepalive("g", 400, 1000, "2")];
+    expect(epochOver(ended)).toEqual([]);
+  });
+
+  it("reports an epoch answered over before a deadline it was answered, a restart's included (planted)", () => {
+    const restarted = [keepalive("g", 0, 1000, "1"), fault("crash", 300), fault("restart", 400)];
+    expect(epochOver([...restarted, keepalive("g", 500, 1000, "2")])).toEqual([
+      "generation g: epoch 1 was answered over by 505, but live through 1000",
+    ]);
+    const noLease = op("getGeneration", "g", undefined, 600, 610, ok(gen("g", "1", 0)));
+    expect(epochOver([...restarted, noLease])).toEqual([
+      "generation g: epoch 1 was answered over by 610, but live through 1000",
+    ]);
   });
 });
 
