@@ -23,7 +23,7 @@
  * Does not: order operations or judge real time beyond one window (linearizability.ts does).
  */
 import { commandOf } from "../../../src/core/claim-command.ts";
-import { decideClaim, type ClaimCommand } from "../../../src/core/claim-machine.ts";
+import { decideClaim, type ClaimCommand, type ClaimStep } from "../../../src/core/claim-machine.ts";
 import { CLAIM_MUTATIONS } from "../../../src/protocol/claim-routes.ts";
 import type { ClaimRecord } from "../../../src/protocol/claims.ts";
 import type { LeaseEpochs } from "./lease-epochs.ts";
@@ -178,11 +178,14 @@ export function apply(name: string, s: State, o: Op, epochs: LeaseEpochs): State
     );
     // Bound: the record as it was or after its epoch's end was delivered, with every view allowed.
     const placement = { command: o.command, answer: o.answer, fromMs: mode.from, toMs: mode.to };
-    const steps = instants.flatMap((t) =>
-      recordsAt(name, t <= mode.dlLo ? mode.a : mode.b, t, epochs).flatMap((record) =>
-        viewChoices(record, placement, t, epochs).map((views) => decideClaim(name, record, o.command, t, views)),
-      ),
-    );
+    const steps: ClaimStep[] = [];
+    for (const t of instants) {
+      for (const record of recordsAt(name, t <= mode.dlLo ? mode.a : mode.b, t, epochs)) {
+        for (const views of viewChoices(record, placement, t, epochs)) {
+          steps.push(decideClaim(name, record, o.command, t, views));
+        }
+      }
+    }
     const result = o.op.result;
     if (result.type === "ok") {
       const answer = o.answer!;

@@ -22,9 +22,11 @@
  * {@link UNKNOWN_WINDOW_MS}, a ping until its pong — its channel's close is no bound: a
  * ping the client sent may still reach a paused server later) extended by its
  * ttl, as long as it was asked before the deadline so far — plus the restart slack for every
- * crash from the epoch's earliest start to that deadline: after a restart the generation
- * serves its persisted horizon, up to two ttls past the deadlines answered (a channel's
- * horizon runs one ttl further, for the pings it expects before its next alarm: three).
+ * crash from the epoch's earliest start to that deadline, and once more for an eviction (the
+ * runtime may restart an idle object at any time, no crash needed): after a restart the
+ * generation serves its persisted horizon, up to two ttls past the deadlines answered (a
+ * channel's horizon runs one ttl further, for the pings it expects before its next alarm:
+ * three).
  *
  * Times: deadlines are the server's clock, request times the client's; both read the same
  * machine clock, and a request's instant is taken {@link CLOCK_SLACK_MS} early.
@@ -250,17 +252,17 @@ export class LeaseEpochs {
     let c = deadlineMs;
     let next = 0;
     let crash = 0;
+    let eviction = 1;
     for (;;) {
       while (next < extenders.length && extenders[next]!.askedMs <= c) {
         const x = extenders[next++]!;
         c = Math.max(c, x.appliedByMs + x.ttlMs);
       }
-      if (crash < restarts.length && restarts[crash]! <= c) {
-        c += index.facts.slackMs;
-        crash++;
-        continue;
-      }
-      return c;
+      // A restart serves the horizon: a crash in reach, else the one eviction that may come at any time.
+      if (crash < restarts.length && restarts[crash]! <= c) crash++;
+      else if (eviction > 0) eviction--;
+      else return c;
+      c += index.facts.slackMs;
     }
   }
 }

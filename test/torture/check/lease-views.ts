@@ -27,6 +27,9 @@ import { decideClaim } from "../../../src/core/claim-machine.ts";
 import type { ClaimRecord } from "../../../src/protocol/claims.ts";
 import type { LeaseEpochs } from "./lease-epochs.ts";
 
+/** The views of a decision that asks no generation. */
+const ONLY_NO_VIEWS: readonly LeaseViews[] = [NO_LEASE_VIEWS];
+
 /** A live lease's deadline lies at most this many of its longest ttls past the instant it was seen. */
 export const DEADLINE_REACH_TTLS = 4;
 
@@ -49,7 +52,12 @@ export interface Placement {
  * The records the claim may have had when deciding at `t`: `record` itself, and, for a bound
  * hold whose epoch may have ended by then, the record after the end was delivered.
  */
-export function recordsAt(name: string, record: ClaimRecord | undefined, t: number, epochs: LeaseEpochs) {
+export function recordsAt(
+  name: string,
+  record: ClaimRecord | undefined,
+  t: number,
+  epochs: LeaseEpochs,
+): (ClaimRecord | undefined)[] {
   if (!isBoundHold(record)) return [record];
   if (t <= epochs.bounds(record.ownerGeneration, record.leaseEpoch).liveThroughMs) return [record];
   return [record, delivered(name, record, t)];
@@ -67,15 +75,16 @@ export function viewChoices(
   p: Placement,
   t: number,
   epochs: LeaseEpochs,
-): LeaseViews[] {
+): readonly LeaseViews[] {
   const wanted = leasesWanted(record, p.command, t);
+  if (wanted.bind === undefined && wanted.peek === undefined) return ONLY_NO_VIEWS;
   const asked = [...new Set([wanted.bind, wanted.peek])].filter((g): g is string => g !== undefined);
   let choices: Map<string, LeaseView>[] = [new Map()];
   for (const g of asked) {
     const views = viewsOf(g, g === wanted.bind, record, p, t, epochs);
     choices = choices.flatMap((c) => views.map((v) => new Map(c).set(g, v)));
   }
-  return asked.length === 0 ? [NO_LEASE_VIEWS] : choices;
+  return choices;
 }
 
 function viewsOf(
