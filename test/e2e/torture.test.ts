@@ -4,7 +4,9 @@
  * 3 s mean interval begins crash, crash, pause, crash (the seed fixes the schedule, not the
  * interleaving), so three crashes fall inside the minute even when a restart takes 20 s.
  * Every checker must find nothing, and the listing must match the objects at every quiet
- * point (the lapse crashes' and the end's).
+ * point (the lapse crashes' and the end's). The sessions are on (three session clients
+ * keeping leases and holding bound claims, session crashes among the crashes): the run
+ * must have kept leases and held bound claims.
  *
  * Then the same harness with a planted fault (`--plant listing-off`: every restart serves with
  * the listing switched off, so it hears of nothing after the first crash): the listing judge
@@ -58,6 +60,12 @@ describe("torture (short)", () => {
       // The listing was judged after at least one lapse crash and at the end.
       expect(output).toMatch(/listing lapse \d+ \((lapsed|edge)\): 0 mismatches/);
       expect(output).toMatch(/listing end: 0 mismatches/);
+      // Sessions kept leases and held bound claims, which the checkers judged like the others.
+      const sessions = /sessions: (\d+) keepalives, (\d+) lease channels .* \((\d+) succeeded\)/.exec(output);
+      expect(sessions, output).not.toBeNull();
+      const [keepalives, channels, boundSucceeded] = sessions!.slice(1).map(Number);
+      expect(keepalives! + channels!).toBeGreaterThan(0);
+      expect(boundSucceeded).toBeGreaterThan(0);
     },
   );
 

@@ -5,6 +5,12 @@
  * just as it comes back:
  * - every claim acquired by a generation of the key space and, every other one, a transfer
  *   prepared to another (`reserved` → successor, the lease running on the reservation);
+ *   when the run has sessions, the claims in between are instead bound to a session
+ *   generation's fresh lease epoch (its lease is ended first, then kept once with a lease
+ *   ttl of its own, 500–2,000 ms), which either runs out on its own or is ended
+ *   (`lease/end`) just before the kill ({@link HeldForCrash.endBound}): its generation
+ *   dies between ending the epoch and delivering the end, and the judge after the restart,
+ *   with nobody contending, sees whether the end still reached the claims;
  * - every scope's lease granted, and a waiting acquire queued behind it, still waiting when
  *   the server dies (queued waiters live in the instance: after the restart nobody wants the
  *   lock, whatever the listing last heard).
@@ -17,6 +23,7 @@
  */
 import { CLAIM_MUTATIONS } from "../../src/protocol/claim-routes.ts";
 import { SCOPE_ROUTE_FAMILIES } from "../../src/protocol/scope-routes.ts";
+import { keepaliveCall, leaseEndCall } from "./sessions.ts";
 import { LEASE_TTL_MS, record, type ClientContext } from "./workload.ts";
 
 /** How long the queued acquire asks to wait: far longer than any crash takes to come. */
@@ -27,7 +34,14 @@ export interface HeldForCrash {
   waits: Promise<unknown>[];
   /** The latest deadline any of these calls may have set (epoch ms). */
   lastDeadlineMs: number;
+  /** Claims bound to a session lease: its ttl and deadline, and whether to end it just before the kill. */
+  bound?: { ttlMs: number; deadlineMs: number; endBeforeKill: boolean };
+  /** End the bound claims' lease (`lease/end`), recorded; call it right before the kill. */
+  endBound?: () => Promise<void>;
 }
+
+/** The ttl of the session lease the bound claims hold (ms). */
+const BOUND_TTL_MS = { min: 500, max: 2_000 } as const;
 
 /** Take every claim and scope of the key space for `ttlMs` (see the module comment). */
 export async function holdEverything(ctx: ClientContext, ttlMs: number): Promise<HeldForCrash> {
@@ -39,6 +53,7 @@ export async function holdEverything(ctx: ClientContext, ttlMs: number): Promise
   const held = (): void => {
     lastDeadlineMs = Math.max(lastDeadlineMs, Date.now() + ttlMs);
   };
+  const session = ctx.knowledge.sessionGenerations.length === 0 ? undefined : await freshLease(ctx);
   for (const [i, claim] of keys.claims.entries()) {
     const owner = rng.pick(keys.generations);
     const call = (verb: "acquire" | "prepare", body: Record<string, unknown>) => ({
@@ -47,6 +62,16 @@ export async function holdEverything(ctx: ClientContext, ttlMs: number): Promise
       params: { ns, claim },
       body: { ...body, operationId: operationId() },
     });
+    if (session !== undefined && i % 2 === 1) {
+      const bound = await record(
+        ctx,
+        "acquire",
+        claim,
+        call("acquire", { generationId: session.generation, bound: true }),
+      );
+      if (bound.outcome.type === "ok") ctx.knowledge.learnClaim(bound.outcome.body);
+      continue;
+    }
     const acquired = await record(ctx, "acquire", claim, call("acquire", { generationId: owner, ttlMs }));
     held();
     const answer = acquired.outcome.type === "ok" ? acquired.outcome.body : undefined;
@@ -95,5 +120,29 @@ export async function holdEverything(ctx: ClientContext, ttlMs: number): Promise
       ),
     );
   }
-  return { waits, lastDeadlineMs };
+  if (session === undefined) return { waits, lastDeadlineMs };
+  return {
+    waits,
+    lastDeadlineMs,
+    bound: { ttlMs: session.ttlMs, deadlineMs: session.deadlineMs, endBeforeKill: rng.chance(0.5) },
+    endBound: async () => {
+      await record(ctx, "endLeaseGeneration", session.generation, leaseEndCall(ctx, session.generation));
+    },
+  };
+}
+
+/**
+ * A fresh lease epoch of a session generation, for the bound claims: whatever lease it holds
+ * is ended first (a keepalive never shortens one), then one keepalive starts the next epoch.
+ */
+async function freshLease(
+  ctx: ClientContext,
+): Promise<{ generation: string; ttlMs: number; deadlineMs: number } | undefined> {
+  const generation = ctx.rng.pick(ctx.knowledge.sessionGenerations);
+  const ttlMs = ctx.rng.int(BOUND_TTL_MS.min, BOUND_TTL_MS.max);
+  await record(ctx, "endLeaseGeneration", generation, leaseEndCall(ctx, generation));
+  const { outcome } = await record(ctx, "keepaliveGeneration", generation, keepaliveCall(ctx, generation, ttlMs));
+  if (outcome.type !== "ok") return undefined;
+  const deadlineMs = (outcome.body as { generation: { leaseExpiresAtMs: number } }).generation.leaseExpiresAtMs;
+  return { generation, ttlMs, deadlineMs };
 }

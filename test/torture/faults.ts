@@ -15,15 +15,31 @@
  *   deadlines fall due just before or just after the server is back (starts vary by
  *   seconds on a loaded machine; the crash's log line says where they fell);
  * and once it serves, the listing judge (listing-probe.ts) compares the listing with every
- * object before the clients go on.
+ * object before the clients go on. With sessions, some claims are bound to a session lease
+ * instead (crash-setup.ts), ended just before the kill half of the time: the judge then
+ * reads on until the end must have reached them ({@link RELEASE_BOUND_MS} after the
+ * restart, or after the lease's latest end), with nobody contending.
+ *
+ * A share of the other crashes are *session crashes*, timed on a session's lease
+ * (sessions.ts), so that the generation object dies between ending an epoch and delivering
+ * the end to the claims it bound:
+ * - `ended`: a live session lease is ended (`lease/end`, one with a transfer prepared from it
+ *   if there is), and the server killed 0–30 ms after the answer — the deliveries start after
+ *   the commit, so they are in flight or not yet sent;
+ * - `expiring`: a live session lease is no longer kept, and the server killed at its
+ *   deadline, −30 to +60 ms: just before it expires, or while its alarm ends it and delivers.
+ * The restart is immediate; the clients go on meanwhile (no quiet point).
  *
  * Guarantees: the schedule (intervals, crash or pause, pause lengths) is a function of the
  * seed; which crashes are lapse crashes, their mode and their ttls come from a generator of
- * their own (so the schedule of a seed is the same with them or without); the server is
- * running and not paused, and the clients' gate open, when `run` resolves.
+ * their own, and which are session crashes and their timing from another, drawn only for
+ * crashes that are not lapse crashes (so the schedule of a seed, its lapse crashes
+ * included, is the same with session crashes or without); the server is running and not
+ * paused, and the clients' gate open, when `run` resolves.
  */
+import { RELEASE_BOUND_MS } from "./check/bound-release.ts";
 import type { HeldForCrash } from "./crash-setup.ts";
-import type { HistoryWriter } from "./history.ts";
+import type { FaultEntry, HistoryWriter } from "./history.ts";
 import type { QuietPoint } from "./listing-probe.ts";
 import type { Rng } from "./rng.ts";
 import { sleep, type ServerProcess } from "./server-process.ts";
@@ -56,6 +72,20 @@ export interface LapseOptions {
   resume: () => void;
 }
 
+/** What a session crash does besides the kill (runner.ts supplies it, from sessions.ts). */
+export interface SessionCrashOptions {
+  /** Session-crash decisions and timings: a generator apart from the others. */
+  rng: Rng;
+  /** Share of the crashes that are not lapse crashes that are session crashes. */
+  share: number;
+  /** End a live session lease; false when none was live (then the crash is a plain one). */
+  end: () => Promise<boolean>;
+  /** Stop keeping a live session lease; its deadline, or undefined when none is live. */
+  hold: () => number | undefined;
+  /** Let the sessions keep their leases again. */
+  release: () => void;
+}
+
 export interface FaultOptions {
   server: ServerProcess;
   history: HistoryWriter;
@@ -68,6 +98,8 @@ export interface FaultOptions {
   log: (line: string) => void;
   /** Lapse crashes; without it every crash restarts at once. */
   lapse?: LapseOptions;
+  /** Session crashes (without it, none). */
+  session?: SessionCrashOptions;
 }
 
 export interface FaultCounts {
@@ -75,12 +107,14 @@ export interface FaultCounts {
   pauses: number;
   /** Crashes that were lapse crashes (included in `crashes`). */
   lapses: number;
+  /** Crashes that were session crashes (included in `crashes`). */
+  sessionCrashes: number;
 }
 
 /** Inject faults until `stopped()`. */
 export async function runFaults(options: FaultOptions): Promise<FaultCounts> {
   const { server, history, rng } = options;
-  const counts: FaultCounts = { crashes: 0, pauses: 0, lapses: 0 };
+  const counts: FaultCounts = { crashes: 0, pauses: 0, lapses: 0, sessionCrashes: 0 };
   for (;;) {
     const intervalMs = rng.int(Math.round(options.meanIntervalMs / 2), Math.round((options.meanIntervalMs * 3) / 2));
     const crash = rng.chance(options.crashShare);
@@ -89,14 +123,13 @@ export async function runFaults(options: FaultOptions): Promise<FaultCounts> {
     while (Date.now() < until && !options.stopped()) await sleep(50);
     if (options.stopped()) return counts;
     const lapse = options.lapse;
+    const session = options.session;
     if (crash && lapse !== undefined && lapse.rng.chance(lapse.share)) {
       await lapseCrash(options, lapse, counts);
+    } else if (crash && session !== undefined && session.rng.chance(session.share)) {
+      await sessionCrash(options, session, counts);
     } else if (crash) {
-      history.write({ t: "fault", kind: "crash", atMs: Date.now() });
-      await server.crash();
-      counts.crashes++;
-      await server.start();
-      history.write({ t: "fault", kind: "restart", atMs: Date.now() });
+      await crashAndRestart(options, counts);
       options.log(`crash ${counts.crashes}: restarted`);
     } else {
       history.write({ t: "fault", kind: "pause", atMs: Date.now() });
@@ -126,6 +159,8 @@ async function lapseCrash(options: FaultOptions, lapse: LapseOptions, counts: Fa
     await sleepUntil(quietAtMs + LONGEST_DEADLINE_MS + 1);
     const held = await lapse.hold(ttlMs);
     await sleep(killDelayMs);
+    const endBound = held.bound?.endBeforeKill === true ? held.endBound : undefined;
+    if (endBound !== undefined) await endBound();
     const killAtMs = Date.now();
     history.write({ t: "fault", kind: "crash", atMs: killAtMs, lapse: mode });
     await server.crash();
@@ -142,10 +177,63 @@ async function lapseCrash(options: FaultOptions, lapse: LapseOptions, counts: Fa
     options.log(
       `crash ${counts.crashes}: ${label}, ttl ${ttlMs} ms, restarted ${restartAtMs - held.lastDeadlineMs} ms after the last deadline`,
     );
-    await lapse.judge({ label, quietAtMs: restartAtMs, leasesFreeAtMs: lastDeadlineMs + LAPSE_SLACK_MS });
+    // Claims bound to a session lease hear its end after the restart: from storage, at once if
+    // it was ended before the kill, else when the lease runs out (at most two ttls past its deadline).
+    const bound = held.bound;
+    const boundEndedByMs =
+      bound === undefined
+        ? 0
+        : endBound !== undefined
+          ? restartAtMs
+          : Math.max(restartAtMs, bound.deadlineMs + 2 * bound.ttlMs);
+    const boundFreeAtMs = bound === undefined ? 0 : boundEndedByMs + RELEASE_BOUND_MS + LAPSE_SLACK_MS;
+    await lapse.judge({
+      label,
+      quietAtMs: restartAtMs,
+      leasesFreeAtMs: Math.max(lastDeadlineMs + LAPSE_SLACK_MS, boundFreeAtMs),
+    });
   } finally {
     lapse.resume();
   }
+}
+
+/** Kill the server and start it again on the same state, both recorded. */
+async function crashAndRestart(
+  options: FaultOptions,
+  counts: FaultCounts,
+  kind: Partial<Pick<FaultEntry, "lapse" | "session">> = {},
+): Promise<void> {
+  options.history.write({ t: "fault", kind: "crash", atMs: Date.now(), ...kind });
+  await options.server.crash();
+  counts.crashes++;
+  await options.server.start();
+  options.history.write({ t: "fault", kind: "restart", atMs: Date.now() });
+}
+
+/** One session crash (see the module comment); a plain crash when no session lease is live. */
+async function sessionCrash(options: FaultOptions, session: SessionCrashOptions, counts: FaultCounts): Promise<void> {
+  const rng = session.rng;
+  const mode = rng.chance(0.5) ? "ended" : "expiring";
+  const killDelayMs = mode === "ended" ? rng.int(0, 30) : rng.int(-30, 60);
+  let timed = false;
+  try {
+    if (mode === "ended") {
+      timed = await session.end();
+      if (timed) await sleep(killDelayMs);
+    } else {
+      const deadlineMs = session.hold();
+      timed = deadlineMs !== undefined;
+      if (deadlineMs !== undefined) await sleepUntil(deadlineMs + killDelayMs);
+    }
+    await crashAndRestart(options, counts, timed ? { session: mode } : {});
+  } finally {
+    session.release();
+  }
+  if (timed) counts.sessionCrashes++;
+  const what = timed
+    ? `session (${mode}, kill ${killDelayMs} ms ${mode === "ended" ? "after the answer" : "from the deadline"})`
+    : "no live session lease";
+  options.log(`crash ${counts.crashes}: ${what}, restarted`);
 }
 
 async function sleepUntil(atMs: number): Promise<void> {

@@ -9,16 +9,21 @@
  *   timeout, reset connection, 5xx — the operation may or may not have taken effect).
  * - Connection refused is `error` with code `unavailable`: the request never reached a
  *   server, so it certainly had no effect.
- * - Faults (`crash`, `restart`, `pause`, `resume`), every watch message and what the listing
- *   judge read at each quiet point (`listing`) are entries too, so a checker needs nothing
- *   but this file.
+ * - Faults (`crash`, `restart`, `pause`, `resume`), every watch message, every frame of a
+ *   lease channel (`channel`: its opening, each ping as sent, each message, its close) and
+ *   what the listing judge read at each quiet point (`listing`) are entries too, so a
+ *   checker needs nothing but this file.
  * - Counters stay decimal strings exactly as on the wire (no bigint in the file).
  *
  * Does not: interpret outcomes (check/*.ts do).
  */
 import { createWriteStream, readFileSync, type WriteStream } from "node:fs";
 
-/** What an operation targets: a claim, a generation, a scope (volume/store) or a batch. */
+/**
+ * What an operation targets: a claim, a generation, a scope (volume/store) or a batch. The
+ * generation routes end in `Generation` (a generation's lease included): check/durability.ts
+ * reads the state their answers carry.
+ */
 export type OpRoute =
   | "acquire"
   | "renew"
@@ -31,6 +36,8 @@ export type OpRoute =
   | "registerGeneration"
   | "updateGeneration"
   | "getGeneration"
+  | "keepaliveGeneration"
+  | "endLeaseGeneration"
   | "leaseTry"
   | "leaseWait"
   | "keepalive"
@@ -68,6 +75,8 @@ export interface FaultEntry {
   atMs: number;
   /** A lapse crash (faults.ts): deadlines timed to fall while the server is down, or at its start. */
   lapse?: "lapsed" | "edge";
+  /** A session crash (faults.ts): right after a lease was ended, or as one expires. */
+  session?: "ended" | "expiring";
 }
 
 /** One object as the listing judge last read it (`GET`), and since when it read that. */
@@ -76,6 +85,8 @@ export interface ObjectRead {
   value: unknown;
   /** When the judge first read this value (the listing's lag bound runs from here). */
   sinceMs: number;
+  /** When the judge asked the last read that answered this value (the value was current after it). */
+  readAtMs?: number;
   /** The last read got no answer (`value` is the one before, if any). */
   unread?: true;
 }
@@ -122,6 +133,23 @@ export interface WatchEntry {
   msg?: unknown;
 }
 
+/**
+ * One frame of a generation's lease channel (docs/protocol.md#sessions), as the client saw
+ * it: `open` when it asked to connect (with the channel's `ttlMs`), `ping` when it sent a
+ * `{"type":"ping"}`, `message` for every frame received (the generation record first, then
+ * pongs in the order of the pings, `lease` and `ended`), `close` when it saw the channel end
+ * (or gave up on it). Every entry of one connection shares `conn`.
+ */
+export interface ChannelEntry {
+  t: "channel";
+  generation: string;
+  conn: number;
+  atMs: number;
+  kind: "open" | "ping" | "message" | "close";
+  ttlMs?: number;
+  msg?: unknown;
+}
+
 /** The run's parameters, first line of every history (the seed reproduces the schedule). */
 export interface MetaEntry {
   t: "meta";
@@ -132,7 +160,7 @@ export interface MetaEntry {
   startedAtMs: number;
 }
 
-export type HistoryEntry = OpEntry | FaultEntry | WatchEntry | MetaEntry | ListingEntry;
+export type HistoryEntry = OpEntry | FaultEntry | WatchEntry | MetaEntry | ListingEntry | ChannelEntry;
 
 /** Appends entries to a JSONL file. */
 export class HistoryWriter {

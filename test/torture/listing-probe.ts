@@ -92,7 +92,7 @@ async function readObjects(ctx: ProbeContext, objects: ListingEntry["objects"]):
       value: (body: unknown) => (body as { claim: unknown }).claim,
       missing: "claim_not_found",
     })),
-    ...ctx.knowledge.registryIds(ctx.keys.generations).map((id) => ({
+    ...[...ctx.knowledge.sessionGenerations, ...ctx.knowledge.registryIds(ctx.keys.generations)].map((id) => ({
       kind: "generations" as const,
       name: id,
       call: { method: "GET" as const, path: getGeneration.path, params: { ns, id } },
@@ -117,6 +117,7 @@ async function readObjects(ctx: ProbeContext, objects: ListingEntry["objects"]):
   const worker = async (): Promise<void> => {
     for (let i = next++; i < reads.length; i = next++) {
       const read = reads[i]!;
+      const askedMs = Date.now();
       const outcome = await perform(ctx.baseUrl(), read.call, ctx.timeoutMs);
       const atMs = Date.now();
       let value: unknown;
@@ -124,11 +125,17 @@ async function readObjects(ctx: ProbeContext, objects: ListingEntry["objects"]):
       else if (outcome.type === "error" && outcome.code === read.missing) value = null;
       const prior: ObjectRead | undefined = objects[read.kind][read.name];
       if (value === undefined) {
-        objects[read.kind][read.name] = { value: prior?.value, sinceMs: prior?.sinceMs ?? atMs, unread: true };
+        const readAtMs = prior?.readAtMs === undefined ? {} : { readAtMs: prior.readAtMs };
+        objects[read.kind][read.name] = {
+          value: prior?.value,
+          sinceMs: prior?.sinceMs ?? atMs,
+          ...readAtMs,
+          unread: true,
+        };
       } else if (prior === undefined || JSON.stringify(prior.value) !== JSON.stringify(value)) {
-        objects[read.kind][read.name] = { value, sinceMs: atMs };
+        objects[read.kind][read.name] = { value, sinceMs: atMs, readAtMs: askedMs };
       } else {
-        objects[read.kind][read.name] = { value, sinceMs: prior.sinceMs };
+        objects[read.kind][read.name] = { value, sinceMs: prior.sinceMs, readAtMs: askedMs };
       }
     }
   };

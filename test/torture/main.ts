@@ -1,7 +1,7 @@
 /**
  * `npm run torture -- [--duration-s 60] [--clients 8] [--seed N] [--history FILE]
- *   [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--timeout-ms 1500]
- *   [--plant listing-off]`
+ *   [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--sessions N]
+ *   [--session-crash-share 0.4] [--timeout-ms 1500] [--plant listing-off]`
  * `npm run torture -- --check FILE`
  *
  * Runs the torture test (runner.ts) against the server as `npm start` runs it, or re-checks
@@ -11,6 +11,9 @@
  * their objects past the listing's lag bound, and wrong `/stats` tallies, at the quiet
  * points). Exit status 1 when V > 0 or M > 0, 2 for bad arguments. `--lapse-share` is the
  * share of crashes timed against deadlines and followed by a listing judgement (faults.ts);
+ * `--sessions` the number of session clients (sessions.ts: generations that keep leases and
+ * hold bound claims; default a third of the clients, at least 2; 0 turns them off) and
+ * `--session-crash-share` the share of the other crashes timed on a session's lease;
  * `--plant listing-off` restarts the server with the listing switched off after the first
  * crash, a fault the run must report (M > 0). The seed (printed first; random when not
  * given) reproduces the run's schedule: its operations, arguments and faults. SIGINT or
@@ -27,7 +30,7 @@ import { PLANTS, runTorture, type Plant } from "./runner.ts";
 function usage(message: string): never {
   console.error(`torture: ${message}`);
   console.error(
-    "usage: torture [--duration-s 60] [--clients 8] [--seed N] [--history FILE] [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--timeout-ms 1500] [--plant listing-off] | --check FILE",
+    "usage: torture [--duration-s 60] [--clients 8] [--seed N] [--history FILE] [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--sessions N] [--session-crash-share 0.4] [--timeout-ms 1500] [--plant listing-off] | --check FILE",
   );
   process.exit(2);
 }
@@ -43,6 +46,8 @@ try {
       "fault-every-s": { type: "string", default: "6" },
       "crash-share": { type: "string", default: "0.6" },
       "lapse-share": { type: "string", default: "0.5" },
+      sessions: { type: "string" },
+      "session-crash-share": { type: "string", default: "0.4" },
       "timeout-ms": { type: "string", default: "1500" },
       plant: { type: "string" },
       check: { type: "string" },
@@ -74,6 +79,7 @@ if (values["check"] !== undefined) {
   if (plant !== undefined && !(PLANTS as readonly string[]).includes(plant))
     usage(`--plant must be one of ${PLANTS.join(", ")}`);
   log(`seed ${seed}${plant === undefined ? "" : `, planted fault ${plant}`}`);
+  const clients = Math.floor(number("clients", 1, 1_000));
   // SIGINT/SIGTERM end the run early: the server is stopped and the partial history checked.
   const interrupt = new AbortController();
   process.once("SIGINT", () => interrupt.abort());
@@ -81,7 +87,11 @@ if (values["check"] !== undefined) {
   await runTorture({
     signal: interrupt.signal,
     durationS: number("duration-s", 1, 24 * 3600),
-    clients: Math.floor(number("clients", 1, 1_000)),
+    clients,
+    // At most one per generation of the key space (keySpace caps them at 8).
+    sessions:
+      values["sessions"] === undefined ? Math.max(2, Math.ceil(clients / 3)) : Math.floor(number("sessions", 0, 8)),
+    sessionCrashShare: number("session-crash-share", 0, 1),
     seed,
     historyPath,
     faultEveryMs: number("fault-every-s", 0.5, 3600) * 1_000,
@@ -98,6 +108,10 @@ const report = runChecks(history);
 for (const line of report.lines) log(line);
 const f = figures(history);
 log(`history ${historyPath}; refused ${f.refused}`);
+const s = f.sessions;
+log(
+  `sessions: ${s.keepalives} keepalives, ${s.channels} lease channels (${s.pings} pings), ${s.leaseEnds} lease ends, ${s.boundCalls} bound claim calls (${s.boundAnswered} succeeded), ${s.crashes} session crashes`,
+);
 process.stdout.write(
   `ops ${f.ops}, crashes ${f.crashes}, pauses ${f.pauses}, ambiguous ${f.ambiguous}, unchecked ${report.unchecked}, violations ${report.violations}, listing mismatches ${report.listingMismatches}\n`,
 );

@@ -7,7 +7,8 @@
  * Guarantees:
  * - Every client and watcher choice and the fault schedule come from forks of one seeded
  *   generator, so a seed reproduces the schedule (not the interleaving). The lapse crashes'
- *   generator is forked after all of them, so it moves none of theirs.
+ *   generator is forked after all of them, so it moves none of theirs; the sessions' and
+ *   the session crashes' (sessions.ts) after that, so they move none either.
  * - Every listing judgement is a history entry (check/listing.ts judges it again).
  * - With `plant: "listing-off"` every restart serves with `--listing-index off`: the listing
  *   hears of nothing after the first crash — the planted fault the listing check must catch.
@@ -18,6 +19,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../e2e/server.ts";
+import { RELEASE_BOUND_MS } from "./check/bound-release.ts";
 import { listingVerdict } from "./check/listing.ts";
 import { holdEverything } from "./crash-setup.ts";
 import { LAPSE_SLACK_MS, runFaults, type FaultCounts } from "./faults.ts";
@@ -26,6 +28,7 @@ import { judgeListing, type QuietPoint } from "./listing-probe.ts";
 import { Gate } from "./quiet.ts";
 import { Rng } from "./rng.ts";
 import { ServerProcess, sleep } from "./server-process.ts";
+import { SessionBoard, endForCrash, holdForCrash, releaseHeld, runSession } from "./sessions.ts";
 import { watchClaimForever, watchScopeForever } from "./watchers.ts";
 import { Knowledge, LONGEST_DEADLINE_MS, keySpace, runClient, type ClientContext } from "./workload.ts";
 
@@ -46,6 +49,10 @@ export interface RunOptions {
   timeoutMs: number;
   /** Share of crashes that are lapse crashes (faults.ts). */
   lapseShare: number;
+  /** Session clients (sessions.ts), each leasing one generation of the key space; 0: none. */
+  sessions: number;
+  /** Share of the other crashes that are session crashes (faults.ts). */
+  sessionCrashShare: number;
   /** A planted fault (see the module comment). */
   plant?: Plant;
   log: (line: string) => void;
@@ -93,6 +100,7 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
     crashes: 0,
     pauses: 0,
     lapses: 0,
+    sessionCrashes: 0,
     listingChecks: 0,
     listingMismatches: 0,
   };
@@ -141,6 +149,20 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
     // Forked after every client: the lapse crashes move no choice of theirs.
     const lapseRng = root.fork();
     const setUpClient = context(options.clients, lapseRng.fork(), () => false);
+    // Forked after those: the sessions and their crashes move no other choice either.
+    const sessionRng = root.fork();
+    const leased = keys.generations.slice(0, options.sessions);
+    knowledge.sessionGenerations.push(...leased);
+    const board = new SessionBoard();
+    const sessions = leased.map((generation, i) =>
+      runSession(
+        context(options.clients + 1 + i, sessionRng.fork(), stopped),
+        generation,
+        leased.filter((g) => g !== generation),
+        board,
+      ),
+    );
+    const sessionCrashClient = context(options.clients + 1 + leased.length, sessionRng.fork(), () => false);
     const faults = runFaults({
       server,
       history,
@@ -157,13 +179,26 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
         judge,
         resume: () => gate.open(),
       },
+      ...(leased.length === 0
+        ? {}
+        : {
+            session: {
+              rng: sessionRng,
+              share: options.sessionCrashShare,
+              end: () => endForCrash(sessionCrashClient, board),
+              hold: () => holdForCrash(sessionCrashClient, board)?.deadlineMs,
+              release: () => releaseHeld(board),
+            },
+          }),
     });
     const progress = setInterval(() => options.log(`ops ${figures.ops}, refused ${figures.refused}`), 10_000);
     const counts = await faults;
     Object.assign(figures, counts);
-    await Promise.all(clients);
+    await Promise.all([...clients, ...sessions]);
     const quietAtMs = Date.now();
-    await judge({ label: "end", quietAtMs, leasesFreeAtMs: quietAtMs + LONGEST_DEADLINE_MS + LAPSE_SLACK_MS });
+    // The sessions ended their leases as they stopped: give the ends time to reach the claims.
+    const settledMs = Math.max(LONGEST_DEADLINE_MS + LAPSE_SLACK_MS, leased.length > 0 ? RELEASE_BOUND_MS + 500 : 0);
+    await judge({ label: "end", quietAtMs, leasesFreeAtMs: quietAtMs + settledMs });
     await Promise.all(watchers);
     clearInterval(progress);
     await sleep(0);

@@ -26,7 +26,7 @@ import { perform, type Call } from "./wire.ts";
 const SCOPE = SCOPE_ROUTE_FAMILIES.store;
 const GENERATION_STATES = ["standby", "preparing", "active", "draining", "transferring", "retired", "failed"];
 const CLAIM_VERBS = ["acquire", "renew", "release", "prepare", "commit", "abort"] as const;
-type ClaimVerb = (typeof CLAIM_VERBS)[number];
+export type ClaimVerb = (typeof CLAIM_VERBS)[number];
 
 /** Claim ttls the clients ask for (ms). */
 export const CLAIM_TTL_MS = { min: 200, max: 1_500 } as const;
@@ -35,9 +35,10 @@ export const LEASE_TTL_MS = { min: 300, max: 2_000 } as const;
 /** How long a waiting lease acquire waits at most (ms). */
 export const WAIT_MS = { min: 200, max: 1_500 } as const;
 /**
- * No deadline a client sets (claim or lease expiry, a queued wait's end) lies further than
- * this after its call completed: once the clients are stopped this long, nothing they did
- * holds anything.
+ * No deadline a client sets (claim or lease expiry, a queued wait's end, a session's lease:
+ * sessions.ts) lies further than this after its call completed: once the clients are stopped
+ * this long, nothing they did holds anything — but a claim bound to a session's lease, which
+ * a restart of its generation may keep up to two ttls longer (docs/generations.md).
  */
 export const LONGEST_DEADLINE_MS = Math.max(CLAIM_TTL_MS.max, LEASE_TTL_MS.max, WAIT_MS.max);
 
@@ -68,6 +69,8 @@ export class Knowledge {
   readonly generations = new Map<string, string>();
   /** Scopes some lease was granted on (an answered grant): such a scope must be listed. */
   readonly granted = new Set<string>();
+  /** The generations the sessions register and lease (sessions.ts). */
+  readonly sessionGenerations: string[] = [];
   /** Registry rounds: generations end in final states, so fresh ids appear every 300 calls. */
   private registryCalls = 0;
 
@@ -214,7 +217,19 @@ function claimBody(ctx: ClientContext, verb: ClaimVerb, claim: string, operation
 }
 
 async function claimMutation(ctx: ClientContext, verb: ClaimVerb, claim: string, opId: () => string): Promise<void> {
-  const body = claimBody(ctx, verb, claim, opId());
+  await sendClaimMutation(ctx, verb, claim, claimBody(ctx, verb, claim, opId()));
+}
+
+/**
+ * Send claim mutation `verb` with `body` (which carries its operationId), retrying an
+ * ambiguous one with the same operationId (at most twice), and learn the answer.
+ */
+export async function sendClaimMutation(
+  ctx: ClientContext,
+  verb: ClaimVerb,
+  claim: string,
+  body: Record<string, unknown>,
+): Promise<void> {
   const call: Call = {
     method: "POST",
     path: CLAIM_MUTATIONS[verb].path,

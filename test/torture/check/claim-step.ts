@@ -10,15 +10,24 @@
  *   way, the machine is asked at both ends of the window, just after its start and at the
  *   last heartbeat (the only instants where its outcome can differ).
  * - A success is matched on its record's logical fields (owner, token, phase, previous
- *   owner, successor, transfer and drain status, reason, version); the state after it is
- *   its record, exact.
+ *   owner, successor, transfer and drain status, reason, version, and whether and to which
+ *   lease epoch it is bound); the state after it is its record, exact.
+ * - Bound claims (docs/protocol.md#sessions): the machine is asked with every lease view the
+ *   history allows (lease-views.ts) — a bound hold ends only after the instant its epoch was
+ *   live through (lease-epochs.ts), by a view or by its generation's delivery, which may
+ *   come before any operation as an unobserved change of its own ({@link expired}). A bound
+ *   hold's deadline interval is the deadline it learned (which decides whether a contending
+ *   acquire asks its generation), never an expiry by the clock. An unanswered bind leaves a
+ *   wildcard epoch that the next answered record fixes.
  *
  * Does not: order operations or judge real time beyond one window (linearizability.ts does).
  */
 import { commandOf } from "../../../src/core/claim-command.ts";
-import { decideClaim, type ClaimCommand } from "../../../src/core/claim-machine.ts";
+import { decideClaim, type ClaimCommand, type ClaimStep } from "../../../src/core/claim-machine.ts";
 import { CLAIM_MUTATIONS } from "../../../src/protocol/claim-routes.ts";
 import type { ClaimRecord } from "../../../src/protocol/claims.ts";
+import type { LeaseEpochs } from "./lease-epochs.ts";
+import { delivered, isBoundHold, recordsAt, viewChoices } from "./lease-views.ts";
 import { groupBy, type ClaimOp } from "./observations.ts";
 
 /** Codes the machine decides; other refusals never reached it. */
@@ -31,6 +40,7 @@ export const MACHINE_CODES: ReadonlySet<string> = new Set([
   "token_overflow",
   "claim_held",
   "invalid_request",
+  "no_lease",
 ]);
 
 /** A possible state of one claim between two operations. */
@@ -65,10 +75,23 @@ const LOGICAL = [
   "transferStatus",
   "reason",
   "version",
+  "bound",
+  "leaseEpoch",
 ] as const;
 
 export function logicalKey(record: ClaimRecord | undefined): string {
   return record === undefined ? "-" : LOGICAL.map((k) => String(record[k])).join("|");
+}
+
+/**
+ * True when the machine's record `state` can be the answered `record`: the same logical
+ * fields, a wildcard lease epoch (lease-views.ts) matching any epoch of a bound record.
+ */
+export function sameLogical(state: ClaimRecord | undefined, record: ClaimRecord | undefined): boolean {
+  if (state !== undefined && record !== undefined && state.leaseEpoch < 0n && record.bound) {
+    return logicalKey({ ...state, leaseEpoch: record.leaseEpoch }) === logicalKey(record);
+  }
+  return logicalKey(state) === logicalKey(record);
 }
 
 export function stateKey(s: State): string {
@@ -78,9 +101,13 @@ export function stateKey(s: State): string {
 /** The version of a state (0: the claim does not exist yet). */
 export const versionOf = (record: ClaimRecord | undefined): bigint => record?.version ?? 0n;
 
-/** True when `record` has a holder whose deadline can pass. */
+/** True when `record` has a holder and a deadline (a bound hold's is the one it learned). */
 export const isHeldRecord = (record: ClaimRecord | undefined): record is ClaimRecord =>
   record !== undefined && record.phase !== "unowned" && record.expiresAtMs !== 0;
+
+/** True when `record`'s hold ends by the clock at its deadline (not a bound one). */
+export const expiresByClock = (record: ClaimRecord | undefined): record is ClaimRecord =>
+  isHeldRecord(record) && !record.bound;
 
 /** The exact state a success leaves. */
 export const exact = (record: ClaimRecord | undefined, nowLo: number): State => ({
@@ -102,7 +129,7 @@ export function commandFor(op: ClaimOp): ClaimCommand | undefined {
 }
 
 /** The states `op` can lead to from `s`, given its answer; empty when it cannot be placed here. */
-export function apply(name: string, s: State, o: Op): State[] {
+export function apply(name: string, s: State, o: Op, epochs: LeaseEpochs): State[] {
   const lo = Math.max(o.startMs, s.nowLo);
   const hi = o.endMs;
   if (lo > hi) return [];
@@ -149,11 +176,20 @@ export function apply(name: string, s: State, o: Op): State[] {
     const instants = [...new Set([mode.from, mode.from + 1, heartbeat, mode.to])].filter(
       (t) => t >= mode.from && t <= mode.to,
     );
-    const steps = instants.map((t) => decideClaim(name, t <= mode.dlLo ? mode.a : mode.b, o.command, t));
+    // Bound: the record as it was or after its epoch's end was delivered, with every view allowed.
+    const placement = { command: o.command, answer: o.answer, fromMs: mode.from, toMs: mode.to };
+    const steps: ClaimStep[] = [];
+    for (const t of instants) {
+      for (const record of recordsAt(name, t <= mode.dlLo ? mode.a : mode.b, t, epochs)) {
+        for (const views of viewChoices(record, placement, t, epochs)) {
+          steps.push(decideClaim(name, record, o.command, t, views));
+        }
+      }
+    }
     const result = o.op.result;
     if (result.type === "ok") {
       const answer = o.answer!;
-      if (steps.some((c) => c.result.ok && logicalKey(c.result.claim) === logicalKey(answer))) {
+      if (steps.some((c) => c.result.ok && sameLogical(c.result.claim, answer))) {
         out.push(exact(answer, mode.from));
       }
       continue;
@@ -191,8 +227,17 @@ function carry(
   return { record: a, expLo: Math.min(...deadlines), expHi: Math.max(...deadlines), nowLo };
 }
 
-/** The record `s` becomes when its deadline passes (expiry changes nothing but the hold). */
-export function expired(name: string, s: State): State | undefined {
+/**
+ * The record `s` becomes when its deadline passes (expiry changes nothing but the hold), or,
+ * for a bound hold, when its generation delivers the end of its epoch: at the earliest just
+ * after the instant the epoch was live through.
+ */
+export function expired(name: string, s: State, epochs: LeaseEpochs): State | undefined {
+  if (isBoundHold(s.record)) {
+    const r = s.record;
+    const at = Math.max(s.nowLo, epochs.bounds(r.ownerGeneration, r.leaseEpoch).liveThroughMs + 1);
+    return { record: delivered(name, r, at), expLo: s.expLo, expHi: s.expHi, nowLo: at };
+  }
   if (!isHeldRecord(s.record)) return undefined;
   const at = s.expLo + 1;
   const step = decideClaim(name, { ...s.record, expiresAtMs: s.expLo }, { kind: "get" }, at);

@@ -9,6 +9,7 @@
  * mismatches are a failure of their own (the run fails on either).
  */
 import type { HistoryEntry } from "../history.ts";
+import { checkBoundRelease } from "./bound-release.ts";
 import { checkClaimRecords } from "./claim-records.ts";
 import { checkCoord } from "./coord.ts";
 import { checkDurability } from "./durability.ts";
@@ -45,9 +46,16 @@ const CHECKERS: Checker[] = [
       return {
         violations: r.violations,
         notes: [
-          `${r.judged.expiries} expiries and ${r.judged.acquisitions} acquisitions right after an expiry judged; ${r.unjudged} acquisitions after an unobserved record not judged`,
+          `${r.judged.expiries} expiries and ${r.judged.acquisitions} acquisitions right after an expiry judged (${r.judged.bound} of these judged against a bound hold's epoch); ${r.unjudged} acquisitions after an unobserved record not judged`,
         ],
       };
+    },
+  },
+  {
+    name: "bound-release",
+    run: (h) => {
+      const r = checkBoundRelease(h);
+      return { violations: r.violations, notes: [`${r.judged} records bound to an ended epoch judged`] };
     },
   },
   { name: "durability", run: (h) => ({ violations: checkDurability(h) }) },

@@ -46,29 +46,25 @@ import {
   describeState,
   exact,
   expired,
+  expiresByClock,
   isHeldRecord,
   logicalKey,
   MACHINE_CODES,
+  sameLogical,
   stateKey,
   versionOf,
   type Op,
   type State,
 } from "./claim-step.ts";
 import { crashes } from "./durability.ts";
-import { claimOps, groupBy, type ClaimOp, type Violation } from "./observations.ts";
+import { leaseEpochs, type LeaseEpochs } from "./lease-epochs.ts";
+import { CLOCK_SLACK_MS, UNKNOWN_WINDOW_MS, claimOps, groupBy, type ClaimOp, type Violation } from "./observations.ts";
 
 const CHECKER = "linearizability";
 /** Operation placements the search between two answered versions may try. */
 export const BUDGET = 100_000;
 /** Possible pasts (which unanswered operations took effect) carried from one version to the next. */
 export const MAX_BRANCHES = 64;
-/**
- * How long after it was asked an unanswered operation may still take effect when no crash
- * ends it first: far beyond the longest pause (3.5 s) plus the client timeout.
- */
-const UNKNOWN_WINDOW_MS = 60_000;
-/** Clock slack (ms) between the client's and the server's readings of one instant. */
-const SLACK_MS = 5;
 
 export interface LinearizabilityResult {
   violations: Violation[];
@@ -103,7 +99,9 @@ export function checkLinearizability(history: readonly HistoryEntry[]): Lineariz
   const result: LinearizabilityResult = { violations: [], checked: 0, unchecked: 0, gaveUp: 0, versions: 0 };
   const crashTimes = crashes(history).map((c) => c.crashAtMs);
   const nextCrash = (t: number): number => crashTimes.find((c) => c > t) ?? Infinity;
-  for (const [name, ops] of groupBy(claimOps(history), (o) => o.claim)) checkClaim(name, ops, nextCrash, result);
+  const leases = leaseEpochs(history);
+  for (const [name, ops] of groupBy(claimOps(history), (o) => o.claim))
+    checkClaim(name, ops, nextCrash, leases, result);
   return result;
 }
 
@@ -113,7 +111,7 @@ function prepare(op: ClaimOp, nextCrash: (t: number) => number): Op | undefined 
   if (op.result.type === "error" && !MACHINE_CODES.has(op.result.code)) {
     // Refused before the machine: at most "unanswered", and its window closes with the answer.
     const o = prepare({ ...op, result: { type: "unknown" } }, nextCrash)!;
-    return { ...o, endMs: op.completeMs + SLACK_MS };
+    return { ...o, endMs: op.completeMs + CLOCK_SLACK_MS };
   }
   const answer = op.result.type === "ok" ? claimRecordSchema.parse(op.result.claim) : undefined;
   const carried = op.result.type === "error" ? op.result.claim : undefined;
@@ -122,11 +120,11 @@ function prepare(op: ClaimOp, nextCrash: (t: number) => number): Op | undefined 
     command,
     answer,
     seen: carried === undefined ? undefined : claimRecordSchema.parse(carried),
-    startMs: Math.max(op.invokeMs, answer === undefined ? 0 : appliedNotBefore(op.verb, answer)) - SLACK_MS,
+    startMs: Math.max(op.invokeMs, answer === undefined ? 0 : appliedNotBefore(op.verb, answer)) - CLOCK_SLACK_MS,
     endMs:
       op.result.type === "unknown"
         ? Math.min(nextCrash(op.lastInvokeMs), op.lastInvokeMs + UNKNOWN_WINDOW_MS)
-        : op.completeMs + SLACK_MS,
+        : op.completeMs + CLOCK_SLACK_MS,
   };
 }
 
@@ -134,6 +132,7 @@ function checkClaim(
   name: string,
   claimOpsOfName: ClaimOp[],
   nextCrash: (t: number) => number,
+  leases: LeaseEpochs,
   result: LinearizabilityResult,
 ): void {
   const answered = new Map<bigint, Op[]>();
@@ -173,13 +172,13 @@ function checkClaim(
     const known = epochs.get(key);
     if (known !== undefined && known.state.nowLo <= s.nowLo) return;
     const version = versionOf(s.record);
-    const hi = Math.min(hiOf(version), isHeldRecord(s.record) ? s.expHi : Infinity);
+    const hi = Math.min(hiOf(version), expiresByClock(s.record) ? s.expHi : Infinity);
     epochs.set(key, { state: s, version, hi });
   };
   const addPath = (path: State[]): void => {
     path.forEach((s, i) => {
       const prev = path[i - 1];
-      const e = prev === undefined ? undefined : expired(name, prev);
+      const e = prev === undefined ? undefined : expired(name, prev, leases);
       // A state that is its predecessor's expiry began at the deadline, not when an
       // operation first saw it.
       if (e !== undefined && logicalKey(e.record) === logicalKey(s.record)) addEpoch({ ...s, nowLo: e.nowLo });
@@ -187,7 +186,7 @@ function checkClaim(
       // An expiry applied lazily by the next change was a state of its own in between.
       const next = path[i + 1];
       if (next !== undefined && versionOf(next.record) === versionOf(s.record) + 2n) {
-        const lazy = expired(name, s);
+        const lazy = expired(name, s, leases);
         if (lazy !== undefined) addEpoch(lazy);
       }
     });
@@ -220,7 +219,7 @@ function checkClaim(
     const budget = { steps: 0 };
     let next: Branch[];
     try {
-      next = branches.flatMap((b) => advance(name, b, v, at, unknowns, maxSpan, budget, addPath));
+      next = branches.flatMap((b) => advance(name, leases, b, v, at, unknowns, maxSpan, budget, addPath));
     } catch (err) {
       if (!(err instanceof GiveUp)) throw err;
       result.gaveUp++;
@@ -241,10 +240,10 @@ function checkClaim(
     }
     ({ branches, complete } = prune(next, unknowns, complete));
   }
-  if (!trail(name, branches, unknowns, maxSpan, addEpoch)) {
+  if (!trail(name, leases, branches, unknowns, maxSpan, addEpoch)) {
     holes.push([Math.min(...branches.map((b) => b.state.nowLo)), Infinity]);
   }
-  placeRefusals(name, [...epochs.values()], refusals, holes, result);
+  placeRefusals(name, leases, [...epochs.values()], refusals, holes, result);
 }
 
 /**
@@ -254,6 +253,7 @@ function checkClaim(
  */
 function advance(
   name: string,
+  leases: LeaseEpochs,
   from: Branch,
   v: bigint,
   at: Op[],
@@ -271,7 +271,7 @@ function advance(
     let last = producer ?? from.last;
     for (const o of at) {
       if (o === producer) continue;
-      const placed = apply(name, s, o).filter((n) => versionOf(n.record) === v);
+      const placed = apply(name, s, o, leases).filter((n) => versionOf(n.record) === v);
       if (placed.length === 0) return;
       const t = Math.min(...placed.map((n) => n.nowLo));
       if (t > nowLo) [nowLo, last] = [t, o];
@@ -291,11 +291,11 @@ function advance(
     seen.set(key, s.nowLo);
     for (const p of at) {
       step();
-      for (const n of apply(name, s, p)) if (versionOf(n.record) === v) reached(n, used, p, [...path, s]);
+      for (const n of apply(name, s, p, leases)) if (versionOf(n.record) === v) reached(n, used, p, [...path, s]);
     }
     // The deadline passing alone (the alarm, or an operation that saw it) may be the change to v.
-    const lapsed = expired(name, s);
-    if (lapsed !== undefined && logicalKey(lapsed.record) === logicalKey(answer)) {
+    const lapsed = expired(name, s, leases);
+    if (lapsed !== undefined && sameLogical(lapsed.record, answer)) {
       reached(exact(answer, lapsed.nowLo), used, undefined, [...path, s]);
     }
     const version = versionOf(s.record);
@@ -304,12 +304,12 @@ function advance(
       const u = unknowns[i]!;
       if (used.has(i) || u.endMs < s.nowLo) continue;
       step();
-      for (const n of apply(name, s, u)) {
+      for (const n of apply(name, s, u, leases)) {
         const nv = versionOf(n.record);
         if (nv <= version || nv > v) continue;
         const more = new Set(used).add(i);
         if (nv < v) visit(n, more, [...path, s]);
-        else if (logicalKey(n.record) === logicalKey(answer) && matchesDeadline(n, answer)) {
+        else if (sameLogical(n.record, answer) && matchesDeadline(n, answer)) {
           reached(exact(answer, n.nowLo), more, undefined, [...path, s]);
         }
       }
@@ -329,6 +329,7 @@ export const TRAIL_DEPTH = 3;
  */
 function trail(
   name: string,
+  leases: LeaseEpochs,
   branches: Branch[],
   unknowns: Op[],
   maxSpan: number,
@@ -338,7 +339,7 @@ function trail(
   let whole = true;
   const walk = (s: State, used: ReadonlySet<number>, depth: number): void => {
     addEpoch(s);
-    const lapsed = expired(name, s);
+    const lapsed = expired(name, s, leases);
     if (lapsed !== undefined) addEpoch(lapsed);
     const version = versionOf(s.record);
     for (let i = unknowns.length - 1; i >= 0 && unknowns[i]!.startMs >= s.nowLo - maxSpan; i--) {
@@ -347,7 +348,7 @@ function trail(
         whole = false;
         return;
       }
-      for (const n of apply(name, s, unknowns[i]!)) {
+      for (const n of apply(name, s, unknowns[i]!, leases)) {
         if (versionOf(n.record) > version) walk(n, new Set(used).add(i), depth + 1);
       }
     }
@@ -397,6 +398,7 @@ function prune(next: Branch[], unknowns: Op[], complete: boolean): { branches: B
  */
 function placeRefusals(
   name: string,
+  leases: LeaseEpochs,
   epochs: Epoch[],
   refusals: Op[],
   holes: [number, number][],
@@ -419,8 +421,8 @@ function placeRefusals(
     for (; i < epochs.length && minLoFrom[i]! <= r.endMs; i++) {
       const e = epochs[i]!;
       if (e.version < bound || e.hi < r.startMs || e.state.nowLo > r.endMs) continue;
-      if (r.seen !== undefined && logicalKey(r.seen) !== logicalKey(e.state.record)) continue;
-      const placed = apply(name, e.state, { ...r, endMs: Math.min(r.endMs, e.hi) });
+      if (r.seen !== undefined && !sameLogical(e.state.record, r.seen)) continue;
+      const placed = apply(name, e.state, { ...r, endMs: Math.min(r.endMs, e.hi) }, leases);
       if (placed.some((n) => versionOf(n.record) === e.version)) {
         fit = e;
         break;

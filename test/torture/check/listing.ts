@@ -9,7 +9,9 @@
  *   renewal (reason `renewed`) also its `lastHeartbeatMs`, `reason` and `version`, which the
  *   listing shows as of the last ownership change (renewals do not reach the index), so the
  *   listed version may only be lower. Owner, phase, token, successor, statuses: exact.
- * - generations: any field.
+ * - generations: any field but `leaseExpiresAtMs`, which the listing shows as of the last
+ *   listed change (keepalives do not reach the index, nor does the end of a lease that
+ *   leaves the epoch as it was: docs/protocol.md#listing); `leaseEpoch` is exact.
  * - scopes: `generation` other than the snapshot's; and, once every lease and queued wait of
  *   the run has lapsed (`leasesFreeAtMs`), `held`, `holder`, `wantLock` other than
  *   false, "", false and `leaseExpiresAtMs` other than 0 (the protocol's value when not held).
@@ -148,6 +150,7 @@ function compareOne(
   }
   if (row === undefined) return `missing: GET answers ${brief(truth)}, not listed`;
   const excepted = new Set<string>();
+  if (kind === "generation") excepted.add("leaseExpiresAtMs");
   if (kind === "claim") {
     if (truth["phase"] !== "unowned") excepted.add("expiresAtMs");
     if (truth["reason"] === "renewed") {

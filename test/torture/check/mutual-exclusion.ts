@@ -10,6 +10,25 @@
  *   After `released` a new holder is legal at once; when the record before an acquisition
  *   was not observed, the case is counted as unjudged.
  *
+ * Bound claims (docs/protocol.md#sessions) — the holder of a claim bound to epoch E of its
+ * generation is entitled to it from its acquire or commit until E ends. No client sees that
+ * end; what the history proves is that E was live through its latest answered deadline, cut
+ * at the first `lease/end` (or final state) that may have ended it (lease-epochs.ts
+ * `liveThroughMs`). Judged against that bound, the rules above become, for the held record
+ * just before an expiry that was bound: the `expired` event's time, and the next holder's
+ * `acquiredAtMs`, must be after it. The later end the restart slack allows is no entitlement
+ * (a holder may rely on nothing past its deadline) — it bounds how long the claim may stay
+ * held, which bound-release.ts judges. An acquisition after an expired hold that was not
+ * observed is unjudged when that hold may have been bound (a bound acquire or commit by
+ * its owner was answered or left unanswered before the acquisition): then its entitlement
+ * is unknown.
+ *
+ * Generations — violation: an answer showing a lease epoch over (a later epoch, or no lease)
+ * that completed before the instant that epoch was live through (lease-epochs.ts): a
+ * keepalive, a restart or anything else ended it before a deadline the server had answered,
+ * with no `lease/end` (or final state) that may have ended it. The server keeps every
+ * deadline it answered, restarts included (docs/generations.md "The lease after a restart").
+ *
  * Coord — violation: lease B granted (at its grant's `expiresAtMs − ttlMs`, the server's
  * own instant) while an earlier lease A of the same scope was entitled to it: the last
  * acknowledged grant or keepalive of A applied before that instant (applied at
@@ -19,7 +38,15 @@
  * live ≤ 2 s, far fewer epochs than that).
  */
 import type { HistoryEntry } from "../history.ts";
-import { claimObservations, groupBy, type Violation, type WireClaim } from "./observations.ts";
+import { leaseEpochs, type LeaseEpochs } from "./lease-epochs.ts";
+import {
+  CLOCK_SLACK_MS,
+  claimObservations,
+  claimOps,
+  groupBy,
+  type Violation,
+  type WireClaim,
+} from "./observations.ts";
 
 const CHECKER = "mutual-exclusion";
 const EPOCH_WINDOW = 200;
@@ -28,8 +55,8 @@ export interface MutualExclusionResult {
   violations: Violation[];
   /** Acquisitions after an unobserved predecessor record (not judged). */
   unjudged: number;
-  /** Distinct expiry records, and acquisitions right after one, that were judged. */
-  judged: { acquisitions: number; expiries: number };
+  /** Distinct expiry records, and acquisitions right after one, that were judged; `bound`: of them, those judged by an epoch. */
+  judged: { acquisitions: number; expiries: number; bound: number };
 }
 
 export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualExclusionResult {
@@ -37,7 +64,10 @@ export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualEx
   let unjudged = 0;
   const expiries = new Set<string>();
   const acquisitions = new Set<string>();
+  const boundJudged = new Set<string>();
   const eventTimes = expiredEventTimes(history);
+  const epochs = leaseEpochs(history);
+  const binders = boundRequests(history);
   for (const [claim, seen] of groupBy(claimObservations(history), (o) => o.claim.name)) {
     const byVersion = new Map<string, WireClaim>();
     for (const o of seen) byVersion.set(o.claim.version, o.claim);
@@ -54,10 +84,12 @@ export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualEx
           });
         }
         const timeMs = eventTimes.get(`${claim}@${record.version}`);
-        if (timeMs !== undefined && timeMs <= record.expiresAtMs) {
+        const entitled = held(before, record, timeMs ?? Infinity);
+        if (timeMs !== undefined && entitled?.epoch === true) boundJudged.add(`${claim}@${record.version}`);
+        if (timeMs !== undefined && entitled !== undefined && timeMs <= entitled.untilMs) {
           violations.push({
             checker: CHECKER,
-            message: `${claim} token ${record.fencingToken}: expired event at ${timeMs}, not after its deadline ${record.expiresAtMs} (${o.source})`,
+            message: `${claim} token ${record.fencingToken}: expired event at ${timeMs}, not after ${entitled.what} ${entitled.untilMs} (${o.source})`,
           });
         }
       }
@@ -66,18 +98,80 @@ export function checkMutualExclusion(history: readonly HistoryEntry[]): MutualEx
           unjudged++;
           continue;
         }
-        if (before.reason === "expired") acquisitions.add(`${claim}@${record.version}`);
-        if (before.reason === "expired" && record.acquiredAtMs <= before.expiresAtMs) {
+        if (before.reason !== "expired") continue;
+        const entitled = held(byVersion.get(String(version - 2n)), before, record.acquiredAtMs);
+        if (entitled === undefined) {
+          unjudged++; // the hold may have been bound, to an epoch nobody saw
+          continue;
+        }
+        acquisitions.add(`${claim}@${record.version}`);
+        if (entitled.epoch === true) boundJudged.add(`${claim}@${record.version}`);
+        if (record.acquiredAtMs <= entitled.untilMs) {
           violations.push({
             checker: CHECKER,
-            message: `${claim} token ${record.fencingToken} acquired by ${record.ownerGeneration} at ${record.acquiredAtMs} while token ${before.fencingToken} (${before.previousOwner}) held it until ${before.expiresAtMs} (${o.source})`,
+            message: `${claim} token ${record.fencingToken} acquired by ${record.ownerGeneration} at ${record.acquiredAtMs} while token ${before.fencingToken} (${before.previousOwner}) held it until ${entitled.what} ${entitled.untilMs} (${o.source})`,
           });
         }
       }
     }
   }
-  violations.push(...leaseExclusion(history));
-  return { violations, unjudged, judged: { acquisitions: acquisitions.size, expiries: expiries.size } };
+  violations.push(...epochExclusion(epochs), ...leaseExclusion(history));
+  const judged = { acquisitions: acquisitions.size, expiries: expiries.size, bound: boundJudged.size };
+  return { violations, unjudged, judged };
+
+  /**
+   * Until when the holder was entitled to the claim that `expiry` (an `expired` record)
+   * ended, judged at `atMs`: the held record before it, `hold`, says — its deadline, or for a
+   * bound hold the instant its epoch was live through. Without `hold`, the deadline `expiry`
+   * kept, unless a bound acquire or commit by its owner was asked before `atMs` (the hold
+   * may have been bound): undefined, unjudged.
+   */
+  function held(hold: WireClaim | undefined, expiry: WireClaim, atMs: number): Entitlement | undefined {
+    if (hold === undefined || hold.phase === "unowned") {
+      const mayBeBound = binders.get(`${expiry.name}/${expiry.previousOwner}`)?.some((t) => t <= atMs) === true;
+      return mayBeBound ? undefined : { untilMs: expiry.expiresAtMs, what: "its deadline" };
+    }
+    if (hold.bound !== true) return { untilMs: hold.expiresAtMs, what: "its deadline" };
+    const epoch = BigInt(hold.leaseEpoch ?? "0");
+    const { liveThroughMs } = epochs.bounds(hold.ownerGeneration, epoch);
+    return { untilMs: liveThroughMs, what: `${hold.ownerGeneration}'s epoch ${epoch}, live through`, epoch: true };
+  }
+}
+
+interface Entitlement {
+  untilMs: number;
+  what: string;
+  /** Judged by a lease epoch (a bound hold). */
+  epoch?: true;
+}
+
+/** Generation lease epochs seen over before the instant they were live through (see the module comment). */
+function epochExclusion(epochs: LeaseEpochs): Violation[] {
+  const violations: Violation[] = [];
+  for (const { generation, epoch } of epochs.epochs()) {
+    const { liveThroughMs, seenOverMs } = epochs.bounds(generation, epoch);
+    if (seenOverMs + CLOCK_SLACK_MS <= liveThroughMs) {
+      violations.push({
+        checker: CHECKER,
+        message: `generation ${generation}: epoch ${epoch} was answered over by ${seenOverMs}, but live through ${liveThroughMs}`,
+      });
+    }
+  }
+  return violations;
+}
+
+/** `claim/generation` → when each bound acquire or commit for that owner was asked (refused ones bind nothing). */
+function boundRequests(history: readonly HistoryEntry[]): Map<string, number[]> {
+  const asked = new Map<string, number[]>();
+  for (const op of claimOps(history)) {
+    if (op.body["bound"] !== true || op.result.type === "error") continue;
+    const owner =
+      op.verb === "acquire" ? op.body["generationId"] : op.verb === "commit" ? op.body["toGeneration"] : undefined;
+    if (typeof owner !== "string") continue;
+    const key = `${op.claim}/${owner}`;
+    asked.set(key, [...(asked.get(key) ?? []), op.invokeMs]);
+  }
+  return asked;
 }
 
 /** `claim@version` → `timeMs` of every `expired` event the watchers received. */

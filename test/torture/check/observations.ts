@@ -14,6 +14,14 @@
  */
 import type { HistoryEntry, OpEntry, OpRoute, Outcome } from "../history.ts";
 
+/**
+ * How long after it was asked an unanswered operation may still take effect when no crash
+ * ends it first: far beyond the longest pause (3.5 s) plus the client timeout.
+ */
+export const UNKNOWN_WINDOW_MS = 60_000;
+/** Clock slack (ms) between the client's and the server's readings of one instant. */
+export const CLOCK_SLACK_MS = 5;
+
 /** A claim record exactly as on the wire (counters as decimal strings). */
 export interface WireClaim {
   name: string;
@@ -29,6 +37,9 @@ export interface WireClaim {
   lastHeartbeatMs: number;
   reason: string;
   version: string;
+  /** Held under its owner's lease epoch (docs/protocol.md#sessions); absent from histories before sessions. */
+  bound?: boolean | undefined;
+  leaseEpoch?: string | undefined;
 }
 
 export type ClaimVerb = "acquire" | "renew" | "release" | "prepare" | "commit" | "abort" | "get";
