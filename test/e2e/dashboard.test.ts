@@ -45,6 +45,20 @@ async function rowShows(claim: string, attribute: string, value: string): Promis
   await page.waitForSelector(`tr[data-name="${claim}"][${attribute}="${value}"]`, { timeout: ROW_UPDATE_TIMEOUT_MS });
 }
 
+/**
+ * Record every text the row's deadline cell shows, with the phase the row showed at that
+ * moment, in `window[into]` (in the page, as a script: the test's own types know no DOM).
+ */
+async function recordExpiryCell(claim: string, into: string): Promise<void> {
+  await page.evaluate(`(() => {
+    const row = document.querySelector('tr[data-name="${claim}"]');
+    const seen = (window.${into} = []);
+    const record = () => seen.push(row.getAttribute("data-phase") + ":" + row.querySelector(".expiry").textContent);
+    record();
+    new MutationObserver(record).observe(row, { subtree: true, childList: true, characterData: true, attributes: true });
+  })()`);
+}
+
 describeBrowser("the /ui dashboard in headless Chromium", () => {
   beforeAll(async () => {
     claims = new HttpClaimsBackend({ baseUrl: inject("serverUrl"), token: "dev-token", namespace });
@@ -173,15 +187,7 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     await listed("claims", names.length + 1);
     await page.click("#claim-filters button[type=submit]");
     await page.waitForSelector(`tr[data-name="${claimName}"][data-watching=true]`);
-    // Every text the row's deadline cell shows, with the phase the row showed at that moment.
-    // (In the page, as a script: the test's own types know no DOM.)
-    await page.evaluate(`(() => {
-      const row = document.querySelector('tr[data-name="${claimName}"]');
-      const seen = (window.expirySeen = []);
-      const record = () => seen.push(row.getAttribute("data-phase") + ":" + row.querySelector(".expiry").textContent);
-      record();
-      new MutationObserver(record).observe(row, { subtree: true, childList: true, characterData: true, attributes: true });
-    })()`);
+    await recordExpiryCell(claimName, "expirySeen");
     for (let i = 0; i < 6; i++) {
       await new Promise((resolve) => setTimeout(resolve, ttlMs / 4)); // the renewal cadence, not a wait for the page
       held = await claims.renewClaim({ claimName, generationId: "gen-r", token: held.fencingToken, ttlMs });
@@ -272,13 +278,7 @@ describeBrowser("the /ui dashboard in headless Chromium", () => {
     await listed("claims", names.length + 2); // and renewed-leader, from the test before
     await page.click("#claim-filters button[type=submit]");
     await page.waitForSelector(`tr[data-name="${claimName}"][data-watching=true]`);
-    await page.evaluate(`(() => {
-      const row = document.querySelector('tr[data-name="${claimName}"]');
-      const seen = (window.leaseSeen = []);
-      const record = () => seen.push(row.getAttribute("data-phase") + ":" + row.querySelector(".expiry").textContent);
-      record();
-      new MutationObserver(record).observe(row, { subtree: true, childList: true, characterData: true, attributes: true });
-    })()`);
+    await recordExpiryCell(claimName, "leaseSeen");
     for (let i = 0; i < 5; i++) {
       await new Promise((resolve) => setTimeout(resolve, ttlMs / 3)); // the keepalive cadence, not a wait for the page
       kept = await claims.keepaliveGeneration({ id, ttlMs });

@@ -36,8 +36,9 @@ import { Term, type Confirmation, type LeaseTerm } from "./lease-term.ts";
 import { Backoff } from "../transport/backoff.ts";
 import { anySignal, retryDelayMs, retrying } from "../transport/retry-policy.ts";
 import type { ResolvedConfig } from "./config.ts";
-export type { LeaseTerm };
 import type { RuntimeEvents } from "./events.ts";
+
+export type { LeaseTerm };
 
 /** Answers that prove the generation can hold no lease now: a loss, and the loop stops. */
 export const KEEPALIVE_REFUSED = ["generation_not_found", "invalid_state"] as const;
