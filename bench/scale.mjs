@@ -303,6 +303,8 @@ await phase("setup", async () => {
     backend,
     generationId: "g1",
     leaseTtlMs: ttlMs,
+    // The per-claim renewals this workload prices (the sessions workload binds its claims).
+    bound: false,
   });
   owner.on("claim.renewed", () => void renewals++);
   // A lost claim ends the run where it happens: every later count would be of fewer claims
@@ -380,6 +382,7 @@ await phase("handoff", async () => {
     backend,
     generationId: "g2",
     leaseTtlMs: ttlMs,
+    bound: false,
   });
   const result = await owner.handoffTo(successor.generationId);
   if (result.claims.length !== claims) throw new Error(`handed over ${result.claims.length} of ${claims} claims`);
