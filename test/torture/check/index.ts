@@ -46,7 +46,7 @@ const CHECKERS: Checker[] = [
       return {
         violations: r.violations,
         notes: [
-          `${r.judged.expiries} expiries and ${r.judged.acquisitions} acquisitions right after an expiry judged (${r.judged.bound} of these judged against a bound hold's epoch); ${r.unjudged} acquisitions after an unobserved record not judged`,
+          `${r.judged.expiries} expiries and ${r.judged.acquisitions} acquisitions right after an expiry judged (${r.judged.bound} of these judged against a bound hold's epoch); ${r.unjudged} acquisitions after an unobserved record, or an unobserved hold that may have been bound, not judged`,
         ],
       };
     },

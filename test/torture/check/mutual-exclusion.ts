@@ -53,7 +53,7 @@ const EPOCH_WINDOW = 200;
 
 export interface MutualExclusionResult {
   violations: Violation[];
-  /** Acquisitions after an unobserved predecessor record (not judged). */
+  /** Acquisitions after an unobserved predecessor record, or an unobserved hold that may have been bound (not judged). */
   unjudged: number;
   /** Distinct expiry records, and acquisitions right after one, that were judged; `bound`: of them, those judged by an epoch. */
   judged: { acquisitions: number; expiries: number; bound: number };
