@@ -249,8 +249,8 @@ const LISTING_WAVE_REST_MS = 15_000;
  * a burst of expiry alarms of which the local runtime failed some (128–384 of 2,000 at a
  * load average of 10–14, each `alarm-scheduler.c++:202 … expected classAndId…` on workerd's
  * stderr), and the listing never heard of those claims' expiry: "the listing did not catch
- * up". A release leaves the alarm armed at the old expiry (src/durable/alarm-schedule.ts),
- * so with this ttl no listing claim's alarm fires within the run, nor in a later phase.
+ * up". With this ttl none expires within the run: their alarms are the listing's delivery
+ * checks alone (src/durable/index-outbox.ts).
  */
 const LISTING_TTL_MS = RUN_LIMIT_MS;
 
