@@ -3,12 +3,15 @@
 // every bound claim before the server's deadline when keepalives fail; at once when the
 // server ends the epoch, refuses a keepalive or names another epoch; late pongs that count
 // for nothing; and a fresh epoch after each loss. ManualClock + the in-memory backend.
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { ClaimsBackend } from "../../src/client/claims/claims-backend.ts";
 import { HttpClaimsBackend } from "../../src/client/claims/http-claims-backend.ts";
 import { LEASE_CHANNEL_ATTEMPTS } from "../../src/client/claims/lease-channel.ts";
 import { MemoryClaimsBackend } from "../../src/client/claims/memory-claims-backend.ts";
 import { GenerationSession, type Lease } from "../../src/client/handoff/index.ts";
+import { Term } from "../../src/client/handoff/lease-term.ts";
+import { LeaseDeadline } from "../../src/client/lease-timing.ts";
 import type { WebSocketLike } from "../../src/client/transport/websocket.ts";
 import { ManualClock } from "../../src/core/clock.ts";
 import { hasCode, ShiftlockError } from "../../src/protocol/errors.ts";
@@ -108,6 +111,24 @@ describe("one lease, one keepalive loop", () => {
     expect(a.leaseEpoch).toBeUndefined();
     expect((await r.memory.getClaim("claim-0")).bound).toBe(false);
     await a.close();
+  });
+});
+
+describe("an epoch's loss reaches every claim bound to it", () => {
+  it("through one listener on its signal, however many claims follow it; a claim that stopped following hears nothing", () => {
+    const term = new Term(1n, new LeaseDeadline(1_000, 60_000), 0);
+    const heard: string[] = [];
+    const forget = names(200).map((c) => term.whenLost((err) => heard.push(`${c}: ${err.message}`)));
+    // 200 listeners on one AbortSignal would print Node's MaxListenersExceededWarning.
+    expect(getEventListeners(term.lost, "abort")).toHaveLength(1);
+    forget[7]!();
+    term.controller.abort(new Error("keepalives failed"));
+    expect(heard).toHaveLength(199);
+    expect(heard).not.toContain("claim-7: keepalives failed");
+    expect(heard[0]).toBe("claim-0: keepalives failed");
+    // A claim bound after the loss hears it at once.
+    term.whenLost((err) => heard.push(`late: ${err.message}`));
+    expect(heard.at(-1)).toBe("late: keepalives failed");
   });
 });
 

@@ -19,6 +19,12 @@ export interface LeaseTerm {
   readonly deadline: LeaseDeadline;
   /** Aborts, with the loss error as reason, when this epoch is over for this session. */
   readonly lost: AbortSignal;
+  /**
+   * Calls `onLost` once with the loss error when this epoch is over (at once if it is);
+   * returns how to stop listening. A session binds hundreds of claims to one epoch: they
+   * share one listener on {@link lost} instead of one each.
+   */
+  whenLost(onLost: (error: Error) => void): () => void;
 }
 
 /** A confirmed keepalive of some epoch, and when it was sent. */
@@ -35,15 +41,34 @@ export class Term implements LeaseTerm {
   /** The send time of the newest keepalive the channel confirmed for this epoch. */
   private heardAtMs = Number.NEGATIVE_INFINITY;
   private readonly waiting = new Set<() => void>();
+  private readonly losers = new Set<(error: Error) => void>();
 
   constructor(
     readonly epoch: bigint,
     readonly deadline: LeaseDeadline,
     readonly startedAtMs: number,
-  ) {}
+  ) {
+    this.lost.addEventListener(
+      "abort",
+      () => {
+        for (const onLost of [...this.losers]) onLost(this.lost.reason as Error);
+        this.losers.clear();
+      },
+      { once: true },
+    );
+  }
 
   get lost(): AbortSignal {
     return this.controller.signal;
+  }
+
+  whenLost(onLost: (error: Error) => void): () => void {
+    if (this.lost.aborted) {
+      onLost(this.lost.reason as Error);
+      return () => undefined;
+    }
+    this.losers.add(onLost);
+    return () => void this.losers.delete(onLost);
   }
 
   /** The channel confirmed a keepalive sent at `sentAtMs`. */

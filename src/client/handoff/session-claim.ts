@@ -313,10 +313,9 @@ export class SessionClaim {
 
   /** A bound lease ends as lost with its epoch; `stop` (release, handoff, close) detaches it. */
   private follow(lease: Lease, term: LeaseTerm, stop: AbortSignal): void {
-    const onLost = (): void => this.lose(lease, term.lost.reason as Error);
-    if (term.lost.aborted) return onLost();
-    term.lost.addEventListener("abort", onLost, { once: true });
-    stop.addEventListener("abort", () => term.lost.removeEventListener("abort", onLost), { once: true });
+    if (stop.aborted) return;
+    const forget = term.whenLost((error) => this.lose(lease, error));
+    stop.addEventListener("abort", forget, { once: true });
   }
 
   private async compensate(token: bigint): Promise<void> {
