@@ -188,7 +188,7 @@ export class GenerationObject extends WatchedObject {
    * applies after a restart. Closing ends nothing: the lease runs to that deadline.
    */
   override webSocketClose(ws: WebSocket, code: number, reason: string, wasClean: boolean): void {
-    const current = this.load();
+    const current = this.load(undefined, ws);
     if (current !== undefined && leaseLive(current.record, this.clock.nowMs())) {
       const record = {
         ...current.record,
@@ -315,9 +315,10 @@ export class GenerationObject extends WatchedObject {
    * The record as this instance serves it: the stored row, its lease deadline the latest one
    * this instance answered (a keepalive inside its horizon writes nothing), or, the first time
    * an instance reads it, the restart rule's (core/generation-lease.ts); a live lease's
-   * deadline also moves to its channels' last ping + ttl.
+   * deadline also moves to its channels' last ping + ttl. `closing`: a channel being closed,
+   * whose last ping is evidence like an open one's.
    */
-  private load(id?: string): Loaded | undefined {
+  private load(id?: string, closing?: WebSocket): Loaded | undefined {
     const stored = this.store.load();
     if (stored === undefined) return undefined;
     if (id !== undefined && stored.record.id !== id) {
@@ -325,10 +326,14 @@ export class GenerationObject extends WatchedObject {
     }
     const { record, horizons } = stored;
     if (this.answered === undefined) {
+      // A fresh instance after hibernation still has its channels (a restart drops them all):
+      // their pings are exact, and the channel horizon's slack is only for when none survived.
+      const survived = this.watchers.anyOpen() || closing !== undefined;
+      const channelsMs = Math.max(this.watchers.deadlineMs(), closing ? this.watchers.channelDeadlineMs(closing) : 0);
       const deadlineMs = deadlineAfterRestart({
         storedDeadlineMs: record.leaseExpiresAtMs,
         ...horizons,
-        liveChannelDeadlineMs: this.watchers.anyOpen() ? this.watchers.deadlineMs() : undefined,
+        liveChannelDeadlineMs: survived ? channelsMs : undefined,
       });
       this.answered = { epoch: record.leaseEpoch, deadlineMs };
     }

@@ -1,6 +1,8 @@
 /**
- * Start the real server the way README's `npm start` does (same script), on a free port and
- * a fresh state directory, and stop it afterwards.
+ * Start the real server the way README's `npm start` does (same script), on a fresh state
+ * directory, and stop it afterwards. The server picks its own port (`--port 0`) and prints
+ * it: a port probed free here and bound later could be taken in between by another test
+ * file's server, and the test would then talk to that one.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
@@ -16,7 +18,10 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** A TCP port nobody listens on right now (127.0.0.1). */
+/**
+ * A TCP port nobody listens on right now (127.0.0.1), for a test that needs the same port
+ * across restarts; it may be taken before it is bound (prefer `--port 0`).
+ */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -41,12 +46,11 @@ export function startCommand(port: number, stateDir: string): string {
 }
 
 export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlock-e2e-"))): Promise<RunningServer> {
-  const port = await freePort();
   // What the server prints goes to a file beside its state, not through this process: a
   // test or the demo must not be woken by every log line (one per mutation) its own load causes.
   const outputPath = join(stateDir, "server-output.log");
   const outputFd = openSync(outputPath, "a");
-  const child: ChildProcess = spawn(startCommand(port, stateDir), {
+  const child: ChildProcess = spawn(startCommand(0, stateDir), {
     shell: true,
     detached: true,
     stdio: ["ignore", outputFd, outputFd],
@@ -54,14 +58,14 @@ export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlo
   });
   closeSync(outputFd);
   const output = (): string => readFileSync(outputPath, "utf8").slice(-20_000);
-  const url = `http://127.0.0.1:${port}`;
+  let url: string | undefined;
   const deadline = Date.now() + 60_000;
   for (;;) {
+    url ??= /^shiftlock listening on (http:\/\/\S+)/m.exec(output())?.[1];
     try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) break;
+      if (url !== undefined && (await fetch(`${url}/healthz`)).ok) break;
     } catch {
-      // not listening yet
+      // not answering yet
     }
     if (child.exitCode !== null || Date.now() > deadline) {
       throw new Error(`server did not start (exit ${child.exitCode}):\n${output()}`);

@@ -9,7 +9,7 @@ import { ManualClock, systemClock } from "../../src/core/clock.ts";
 import { horizonSlackMs } from "../../src/core/generation-lease.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import { claimUrl, get, openWatch, post, unique, WRITE } from "./claims-helpers.ts";
-import { restartObject } from "./object-helpers.ts";
+import { hibernate, restartObject } from "./object-helpers.ts";
 import { openWatchSocket, routerCall } from "./router-client.ts";
 import { metered } from "./sql-meter.ts";
 import { testEnv } from "./test-env.ts";
@@ -189,6 +189,32 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
       leaseEpoch: served.leaseEpoch,
       leaseExpiresAtMs: served.leaseExpiresAtMs,
     });
+  });
+
+  it("a channel closed after the object hibernated: the lease runs to its last ping + ttl, not to the horizon", async () => {
+    const g = await setup();
+    const channel = await openWatchSocket(`${g.url}/lease?ttlMs=${TTL}`, WRITE);
+    await channel.next();
+    const sentMs = Date.now();
+    channel.ws.send('{"type":"ping"}');
+    expect(await channel.next()).toEqual({ type: "pong" });
+    const receivedBy = Date.now();
+    // The runtime keeps the socket and its last ping's time; the instance that served them is gone.
+    await hibernate(g.stubOf());
+    channel.ws.close(1000, "done");
+    const stored = () =>
+      runInDurableObject(
+        g.stubOf(),
+        (_i, state) => state.storage.sql.exec<{ d: number }>("SELECT lease_expires_at_ms AS d FROM generation").one().d,
+      );
+    const served = (await g.read()).body.generation as { leaseExpiresAtMs: number };
+    for (let i = 0; i < 100 && (await stored()) < sentMs + TTL; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The ping's deadline exactly (stamped when the runtime received it), not the horizon's slack beyond it.
+    expect(await stored()).toBeGreaterThanOrEqual(sentMs + TTL);
+    expect(await stored()).toBeLessThanOrEqual(receivedBy + TTL);
+    expect(served.leaseExpiresAtMs).toBeLessThanOrEqual(receivedBy + TTL);
   });
 
   it("the channel of an unknown or retired generation is refused before upgrading", async () => {
