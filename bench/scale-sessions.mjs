@@ -17,7 +17,9 @@
  * - `sessions-lease-end`: a watch on each claim of one generation, then `lease/end`: the time
  *   until the last watcher hears `expired`;
  * - `sessions-lapse`: another generation stops pinging and closes its channel: the time from
- *   its deadline (at the latest its last ping's send time + ttl) to the last `expired`.
+ *   its deadline (at the latest its last ping's send time + ttl) to the last `expired` (the
+ *   generation's alarm notices a lapse up to two ttls after the deadline:
+ *   src/core/generation-lease.ts `noticeAtMs`).
  *
  * The steady phases run at the target's ttl and keepalive period, so the projection only
  * multiplies by the number of generations (and claims); it never assumes an object is called
@@ -49,6 +51,7 @@ import {
 } from "./scale-model.mjs";
 import { startServer } from "./server.mjs";
 import { UsageError, parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { LEASE_NOTICE_TTLS } from "../src/core/generation-lease.ts";
 
 /** The projected deployment, also the measured one: ttl 15 s, a keepalive every 5 s. */
 const TTL_MS = 15_000;
@@ -67,7 +70,7 @@ const PARALLEL = 1;
 export const SESSION_OPTIONS = /** @type {const} */ ({
   "session-generations": { type: "string", default: "20" },
   "session-claims": { type: "string", default: "100" },
-  "session-steady-s": { type: "string", default: "60" },
+  "session-steady-s": { type: "string", default: "120" },
 });
 export const SESSION_USAGE =
   "[--session-generations N (0: none, else ≥ 2)] [--session-claims N per generation, ≤ 128] [--session-steady-s S]";
@@ -469,7 +472,7 @@ export async function runSessionWorkload({ serverUrl, token, client, lines, sett
     return async () => {
       const times = await Promise.all(
         watches.map(async (w) => {
-          // Up to three ttls past the deadline after a restart (the channel horizon), and the deliveries.
+          // The alarm notices a lapse up to two ttls past the deadline; then the deliveries.
           await w.next((m) => m.type === "event" && m.reason === "expired", 120_000);
           const at = Date.now();
           w.ws.close(1000);
@@ -656,7 +659,7 @@ export function reportSessions(r, today) {
     `\nsteady, per keepalive: channel ${r.keepalives.channel} pings (${r.pongsChannel} pongs over the phase and the switch), ${r.perKeepalive.channel.rows.toFixed(3)} SQL rows + ${r.perKeepalive.channel.alarmWrites.toFixed(3)} alarm writes; HTTP ${r.keepalives.http} keepalives, ${r.perKeepalive.http.rows.toFixed(3)} SQL rows + ${r.perKeepalive.http.alarmWrites.toFixed(3)} alarm writes. Generation objects in the channel's steady state: ${wokeOnPing?.requests ?? 0} requests, ${wokeOnPing?.alarms ?? 0} alarms.`,
   );
   console.log(
-    `a lease ending (lease/end, ${r.C} claims, ${r.endedGenerations} times): the last of ${r.C} watchers heard expired after ${r.expiryToWatchersMs.join(", ")} ms; a lease lapsing (no keepalive, channel closed): watchers heard expired from ${r.lapseFirstMs} to ${r.lapseToWatchersMs} ms after its deadline (the last ping's send time + ttl: the deadline is no earlier)`,
+    `a lease ending (lease/end, ${r.C} claims, ${r.endedGenerations} times): the last of ${r.C} watchers heard expired after ${r.expiryToWatchersMs.join(", ")} ms; a lease lapsing (no keepalive, channel closed): watchers heard expired from ${r.lapseFirstMs} to ${r.lapseToWatchersMs} ms after its deadline (the last ping's send time + ttl: the deadline is no earlier; the alarm notices a lapse up to ${(LEASE_NOTICE_TTLS * TTL_MS) / 1000} s after it)`,
   );
   console.log(
     `hand-over of ${r.G * r.C} claims in ${r.handoffS.toFixed(1)} s; projected to ${TARGET.claims} in ${TARGET.handoffS} s over ${TARGET.shards} shards: busiest ${r.handoffP.busiestKind} ${r.handoffP.busiestReqPerS.toFixed(1)} req/s`,
