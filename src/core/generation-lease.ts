@@ -11,9 +11,12 @@
  *   final generation (`retired`, `failed`) it is `invalid_state`. The end of a lease (its
  *   deadline passed, `lease/end`, a final state) is reported once, with its epoch, so the
  *   object can deliver it to the claims the epoch bound.
- * - {@link horizonAfter}: a keepalive needs a row written only when its deadline passes the
- *   persisted horizon, which is then set a slack beyond it; {@link deadlineAfterRestart}
- *   never yields a deadline earlier than any deadline answered before the restart.
+ * - {@link promiseAfter}: a keepalive needs a row written only when its ttl is longer than
+ *   the unwritten promises' persisted ttl; {@link deadlineAfterRestart} never yields a
+ *   deadline earlier than any deadline answered before the restart, and exceeds the last one
+ *   by at most the time from it to the fresh instance's first read.
+ * - {@link noticeAtMs}: the alarm looks at a live lease at most {@link LEASE_NOTICE_TTLS} of
+ *   its ttls after its deadline.
  *
  * Does not: read a clock, touch storage or sockets (generation-object.ts does), or know
  * which claims an epoch bound (the object's store does).
@@ -65,44 +68,69 @@ export function keepLease(record: GenerationRecord, ttlMs: number, nowMs: number
 }
 
 /**
- * How far beyond an answered deadline the persisted horizon is set, for a keepalive of
- * `ttlMs`: two ttls, so that keepalives every ttl/3 write about one row in seven (at the
- * default 15 s ttl and 5 s interval, ≈ 0.14 rows per keepalive). After a restart a lease may
- * outlive a dead owner by at most this (docs/generations.md "The lease after a restart").
+ * How many of its ttls after a lapsed lease's deadline the generation's alarm may notice it:
+ * end the epoch, tell its channels and deliver the end to its bound claims. Anyone who asks
+ * (a contending acquire, a `GET`, a keepalive) sees the exact deadline; only the unasked
+ * notice waits. Two ttls let a kept lease's alarm fire about once per three ttls instead of
+ * once per ttl, which is most of what a kept lease costs (docs/scale.md "Sessions"); the
+ * object then notices within three ttls of the last keepalive, as Consul invalidates a
+ * session within twice its TTL.
  */
-export function horizonSlackMs(ttlMs: number): number {
-  return 2 * ttlMs;
+export const LEASE_NOTICE_TTLS = 2;
+
+/** When the alarm should next look at a lease of `ttlMs` whose deadline is `deadlineMs`. */
+export function noticeAtMs(deadlineMs: number, ttlMs: number): number {
+  return deadlineMs + LEASE_NOTICE_TTLS * ttlMs + 1;
 }
 
 /**
- * The horizon to persist after answering `deadlineMs`, or undefined when the persisted
- * `horizonMs` already covers it (nothing to write).
+ * Promises the row does not hold: the longest ttl of the HTTP keepalives, and of the lease
+ * channels, answered since the row last covered them (0: none). A keepalive answered inside
+ * them writes nothing; each answered deadline is at most the instant it was answered + its ttl.
  */
-export function horizonAfter(deadlineMs: number, horizonMs: number, ttlMs: number): number | undefined {
-  return deadlineMs <= horizonMs ? undefined : deadlineMs + horizonSlackMs(ttlMs);
+export interface LeasePromises {
+  httpTtlMs: number;
+  channelTtlMs: number;
+}
+
+/** The promise ttl to persist after answering one of `ttlMs`, or undefined when `persistedTtlMs` covers it. */
+export function promiseAfter(persistedTtlMs: number, ttlMs: number): number | undefined {
+  return ttlMs <= persistedTtlMs ? undefined : ttlMs;
 }
 
 /** What a fresh instance finds of a lease (generation-object.ts keeps the rows and the sockets). */
 export interface LeaseEvidence {
   /** The deadline last written with the record (0: no lease). */
   storedDeadlineMs: number;
-  /** Beyond every deadline an HTTP keepalive answered without writing. */
-  httpHorizonMs: number;
-  /** Beyond every deadline a channel's pings promised until the next alarm, should the channel vanish. */
-  channelHorizonMs: number;
-  /** The open channel's last ping + its ttl, when a channel survived (its pings are their own proof). */
+  promises: LeasePromises;
+  /** The channels' last ping + ttl, when channels survived (hibernation keeps them; a restart does not). */
   liveChannelDeadlineMs: number | undefined;
+  nowMs: number;
+}
+
+/** The restart rule's answer: the deadline to serve, and what to persist when it folded promises. */
+export interface RestartFold {
+  deadlineMs: number;
+  /** The promises still unwritten after the fold (defined only when the row must be written). */
+  write?: LeasePromises;
 }
 
 /**
- * The deadline a fresh instance serves: never earlier than any deadline an earlier instance
- * answered. The HTTP horizon always counts (those answers left no trace); the channel's
- * horizon counts only when no channel survived, since a surviving channel's last ping is the
- * exact evidence and the horizon's slack would keep a dead owner's lease for nothing. 0 stays
- * 0: no lease.
+ * The deadline a fresh instance serves, never earlier than any deadline an earlier instance
+ * answered: every unwritten promise was made before now with a ttl at most its marker, so it
+ * ends by now + that ttl (etcd's leader likewise extends every lease by its TTL when it takes
+ * over). Surviving channels are their own exact evidence (their last ping + ttl). What the
+ * fold used is written with the deadline and cleared, so a later restart cannot extend the
+ * lease again by the same promises. 0 stays 0: no lease.
  */
-export function deadlineAfterRestart(evidence: LeaseEvidence): number {
-  if (evidence.storedDeadlineMs === 0) return 0;
-  const channel = evidence.liveChannelDeadlineMs ?? evidence.channelHorizonMs;
-  return Math.max(evidence.storedDeadlineMs, evidence.httpHorizonMs, channel);
+export function deadlineAfterRestart(evidence: LeaseEvidence): RestartFold {
+  const { storedDeadlineMs, promises, liveChannelDeadlineMs, nowMs } = evidence;
+  if (storedDeadlineMs === 0) return { deadlineMs: 0 };
+  const survived = liveChannelDeadlineMs !== undefined;
+  const byHttp = promises.httpTtlMs > 0 ? nowMs + promises.httpTtlMs : 0;
+  const byChannels = survived ? liveChannelDeadlineMs : promises.channelTtlMs > 0 ? nowMs + promises.channelTtlMs : 0;
+  const deadlineMs = Math.max(storedDeadlineMs, byHttp, byChannels);
+  const left = { httpTtlMs: 0, channelTtlMs: survived ? promises.channelTtlMs : 0 };
+  const folded = left.httpTtlMs !== promises.httpTtlMs || left.channelTtlMs !== promises.channelTtlMs;
+  return folded ? { deadlineMs, write: left } : { deadlineMs };
 }

@@ -9,13 +9,15 @@
  *   winner and a patch is never lost or applied on a stale record.
  * - `get` never creates anything (not even tables).
  * - The lease: this instance serves the deadline it last answered; the row holds the deadline
- *   last written and two horizons (core/generation-lease.ts). A keepalive that stays within
- *   its horizon writes nothing; after a restart the lease is live until the horizon at the
- *   latest (never earlier than a deadline answered), or, while a lease channel survived, until
- *   its last ping + ttl. Pings on the channel are answered by the runtime without waking this
- *   object; it reads their times when its alarm or a claim needs the deadline.
- * - One alarm at the lease's deadline (only moved earlier): it ends a lease nobody kept,
- *   re-arms for one that was kept, and retries what is owed (listing entries, lease ends).
+ *   last written and the ttls of the promises it does not hold (core/generation-lease.ts). A
+ *   keepalive those ttls cover writes nothing. A fresh instance serves at least its first
+ *   read's time + those ttls (never earlier than a deadline answered), or, for channels that
+ *   survived, their last ping + ttl, and writes that once. Pings on the channel are answered
+ *   by the runtime without waking this object; it reads their times when its alarm or a
+ *   claim needs the deadline.
+ * - One alarm (only moved earlier), for a live lease at most two ttls past its deadline
+ *   (`noticeAtMs`): it ends a lease nobody kept, re-arms for one that was kept, and retries
+ *   what is owed (listing entries, lease ends). Anyone who asks sees the exact deadline.
  * - The end of an epoch (expiry, `lease/end`, retired, failed) is committed first, then told
  *   to the channels (which are closed) and delivered to every claim it bound
  *   (lease-deliveries.ts), repeated until each acknowledges.
@@ -38,11 +40,17 @@ import {
   generationDecisionToResponse,
 } from "../core/generation-machine.ts";
 import type { GenerationDecision } from "../core/generation-machine.ts";
-import { deadlineAfterRestart, horizonAfter, leaseLive } from "../core/generation-lease.ts";
+import {
+  type LeasePromises,
+  deadlineAfterRestart,
+  leaseLive,
+  noticeAtMs,
+  promiseAfter,
+} from "../core/generation-lease.ts";
 import type { LeaseView } from "../core/claim-leases.ts";
 import { type OperationRecord, isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
-import { generationToWire } from "../protocol/generations.ts";
+import { DEFAULT_LEASE_CHANNEL_TTL_MS, generationToWire } from "../protocol/generations.ts";
 import type {
   EndLeaseBody,
   GenerationRecord,
@@ -57,12 +65,12 @@ import type { ObjectSettings } from "../durable/object-settings.ts";
 import { jsonResponse } from "../durable/websocket.ts";
 import { LeaseChannels } from "./lease-channel.ts";
 import { LeaseEndDeliveries } from "./lease-deliveries.ts";
-import { GenerationStore, type LeaseHorizons } from "./store.ts";
+import { GenerationStore } from "./store.ts";
 
 /** Internal query parameters of the lease channel upgrade the router forwards. */
 export const LEASE_CHANNEL_PARAMS = { id: "id", ttlMs: "ttlMs" } as const;
 
-/** How a keepalive was answered: which horizon covers it (core/generation-lease.ts). */
+/** How a keepalive was answered: which promise ttl covers it (core/generation-lease.ts). */
 type Answered = { via: "http" | "channel"; ttlMs: number };
 
 /** What one command needs besides its decision. */
@@ -73,7 +81,9 @@ interface CommandOptions {
   answered?: Answered;
 }
 
-type Loaded = { record: GenerationRecord; horizons: LeaseHorizons };
+type Loaded = { record: GenerationRecord; promises: LeasePromises };
+
+const NO_PROMISES: LeasePromises = { httpTtlMs: 0, channelTtlMs: 0 };
 
 function channelParams(url: URL): { id: string; ttlMs: number } | undefined {
   const id = url.searchParams.get(LEASE_CHANNEL_PARAMS.id) ?? "";
@@ -89,6 +99,8 @@ export class GenerationObject extends WatchedObject {
   private readonly deliveries: LeaseEndDeliveries;
   /** The lease deadline this instance last answered (undefined until it first read the row). */
   private answered: { epoch: bigint; deadlineMs: number } | undefined;
+  /** The longest keepalive ttl this instance answered or read: how late its alarm may notice a lapse. */
+  private knownTtlMs = 0;
 
   constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
     super(ctx, env, settings);
@@ -184,8 +196,8 @@ export class GenerationObject extends WatchedObject {
 
   /**
    * A channel closed: its pings' times go with it, so the deadline they promised is written
-   * to the row (one row), and once no channel is left the channel horizon's slack no longer
-   * applies after a restart. Closing ends nothing: the lease runs to that deadline.
+   * to the row (one row), and once no channel is left no channel promise is unwritten.
+   * Closing ends nothing: the lease runs to that deadline.
    */
   override webSocketClose(ws: WebSocket, code: number, reason: string, wasClean: boolean): void {
     const current = this.load(undefined, ws);
@@ -197,8 +209,8 @@ export class GenerationObject extends WatchedObject {
       const othersOpen = this.ctx
         .getWebSockets(this.watchers.tag)
         .some((other) => other !== ws && other.readyState === WebSocket.OPEN);
-      const horizons = othersOpen ? current.horizons : { ...current.horizons, channelHorizonMs: 0 };
-      this.store.save(record, horizons, undefined, this.stage);
+      const promises = othersOpen ? current.promises : { ...current.promises, channelTtlMs: 0 };
+      this.store.save(record, promises, undefined, this.stage);
       this.answered = { epoch: record.leaseEpoch, deadlineMs: record.leaseExpiresAtMs };
     }
     super.webSocketClose(ws, code, reason, wasClean);
@@ -219,18 +231,16 @@ export class GenerationObject extends WatchedObject {
     if (after === undefined) return;
     const { record } = after;
     if (leaseLive(record, this.clock.nowMs())) {
-      // Pings until the next alarm promise up to its deadline + their ttl: cover them should the channels vanish.
-      this.coverChannels(after);
       if (record.leaseExpiresAtMs !== announced?.deadlineMs) this.watchers.announce(record);
-      await this.alarms.ensure(record.leaseExpiresAtMs + 1);
+      await this.alarms.ensure(noticeAtMs(record.leaseExpiresAtMs, this.noticeTtlMs()));
     }
     await this.deliveries.deliver(record.id, endedThrough(record, this.clock.nowMs()));
   }
 
   /**
    * One command through the mutation template (durable/mutation.ts): replayed by operation id,
-   * else decided, committed (a keepalive within its horizon commits nothing), the alarm armed
-   * at the lease deadline, the channels told of an end, and its deliveries started.
+   * else decided, committed (a keepalive its promise ttl covers commits nothing), the alarm
+   * armed for the lease (`noticeAtMs`), the channels told of an end, and its deliveries started.
    */
   private async command(
     id: string,
@@ -249,7 +259,9 @@ export class GenerationObject extends WatchedObject {
       commit: (d) => this.commit(before, d, nowMs, options),
       follows: (d) => d.ok || d.leaseEnded !== undefined,
       deadlineMs: (d) =>
-        d.record !== undefined && d.record.leaseExpiresAtMs !== 0 ? d.record.leaseExpiresAtMs + 1 : undefined,
+        d.record !== undefined && d.record.leaseExpiresAtMs !== 0
+          ? noticeAtMs(d.record.leaseExpiresAtMs, this.noticeTtlMs())
+          : undefined,
       publish: (d) => {
         if (d.leaseEnded !== undefined) this.watchers.end(d.leaseEnded.epoch, d.leaseEnded.reason);
         else if (d.ok && before !== undefined && d.record.leaseExpiresAtMs > before.record.leaseExpiresAtMs) {
@@ -278,16 +290,17 @@ export class GenerationObject extends WatchedObject {
       if (operation !== undefined && before !== undefined) this.store.remember(operation);
       return;
     }
-    const horizons = { ...(before?.horizons ?? { httpHorizonMs: 0, channelHorizonMs: 0 }) };
+    // A lease that ended leaves no promise; a kept one, those of its keepalives and channels.
+    const promises = next.leaseExpiresAtMs === 0 ? NO_PROMISES : { ...(before?.promises ?? NO_PROMISES) };
     const answered = options.answered;
     let raised = false;
     if (d.ok && answered !== undefined && next.leaseExpiresAtMs !== 0) {
-      // An HTTP keepalive answers its deadline; a channel's opening also promises its pings until the first alarm.
-      const covered = next.leaseExpiresAtMs + (answered.via === "channel" ? answered.ttlMs : 0);
-      const key = answered.via === "http" ? "httpHorizonMs" : "channelHorizonMs";
-      const raisedTo = horizonAfter(covered, horizons[key], answered.ttlMs);
+      this.knownTtlMs = Math.max(this.knownTtlMs, answered.ttlMs);
+      // An HTTP keepalive promises its deadline; a channel, every ping's time + its ttl.
+      const key = answered.via === "http" ? "httpTtlMs" : "channelTtlMs";
+      const raisedTo = promiseAfter(promises[key], answered.ttlMs);
       if (raisedTo !== undefined) {
-        horizons[key] = raisedTo;
+        promises[key] = raisedTo;
         raised = true;
       }
     }
@@ -296,27 +309,22 @@ export class GenerationObject extends WatchedObject {
       sameButDeadline(before.record, next) &&
       d.leaseEnded === undefined &&
       !(d.ok && d.created);
-    if (!onlyDeadline || raised) this.store.save(next, horizons, operation, this.stage);
+    if (!onlyDeadline || raised) this.store.save(next, promises, operation, this.stage);
     else if (operation !== undefined) this.store.remember(operation);
     this.answered = { epoch: next.leaseEpoch, deadlineMs: next.leaseExpiresAtMs };
   }
 
-  /** Raise the channel horizon (one row) when the pings until the next alarm would pass it. */
-  private coverChannels(current: Loaded): void {
-    if (!this.watchers.anyOpen()) return;
-    const { record } = current;
-    const ttlMs = this.watchers.maxTtlMs();
-    const raisedTo = horizonAfter(record.leaseExpiresAtMs + ttlMs, current.horizons.channelHorizonMs, ttlMs);
-    if (raisedTo === undefined) return;
-    this.store.save(record, { ...current.horizons, channelHorizonMs: raisedTo }, undefined, this.stage);
+  /** The ttl the alarm's notice grace is counted in: the longest known, else the channel default. */
+  private noticeTtlMs(): number {
+    return Math.max(this.knownTtlMs, this.watchers.maxTtlMs()) || DEFAULT_LEASE_CHANNEL_TTL_MS;
   }
 
   /**
    * The record as this instance serves it: the stored row, its lease deadline the latest one
-   * this instance answered (a keepalive inside its horizon writes nothing), or, the first time
-   * an instance reads it, the restart rule's (core/generation-lease.ts); a live lease's
-   * deadline also moves to its channels' last ping + ttl. `closing`: a channel being closed,
-   * whose last ping is evidence like an open one's.
+   * this instance answered (a keepalive its promise ttl covers writes nothing), or, the first
+   * time an instance reads it, the restart rule's (core/generation-lease.ts), written once when
+   * it folded promises; a live lease's deadline also moves to its channels' last ping + ttl.
+   * `closing`: a channel being closed, whose last ping is evidence like an open one's.
    */
   private load(id?: string, closing?: WebSocket): Loaded | undefined {
     const stored = this.store.load();
@@ -324,25 +332,32 @@ export class GenerationObject extends WatchedObject {
     if (id !== undefined && stored.record.id !== id) {
       throw new ShiftlockError("internal", "generation object addressed with an id it does not hold");
     }
-    const { record, horizons } = stored;
+    let { record, promises } = stored;
     if (this.answered === undefined) {
       // A fresh instance after hibernation still has its channels (a restart drops them all):
-      // their pings are exact, and the channel horizon's slack is only for when none survived.
+      // their pings are exact; the channel promise's ttl is only for when none survived.
       const survived = this.watchers.anyOpen() || closing !== undefined;
       const channelsMs = Math.max(this.watchers.deadlineMs(), closing ? this.watchers.channelDeadlineMs(closing) : 0);
-      const deadlineMs = deadlineAfterRestart({
+      const fold = deadlineAfterRestart({
         storedDeadlineMs: record.leaseExpiresAtMs,
-        ...horizons,
+        promises,
         liveChannelDeadlineMs: survived ? channelsMs : undefined,
+        nowMs: this.clock.nowMs(),
       });
-      this.answered = { epoch: record.leaseEpoch, deadlineMs };
+      this.knownTtlMs = Math.max(this.knownTtlMs, promises.httpTtlMs, promises.channelTtlMs);
+      if (fold.write !== undefined) {
+        record = { ...record, leaseExpiresAtMs: fold.deadlineMs };
+        promises = fold.write;
+        this.store.save(record, promises, undefined, this.stage);
+      }
+      this.answered = { epoch: record.leaseEpoch, deadlineMs: fold.deadlineMs };
     }
     let leaseExpiresAtMs = record.leaseExpiresAtMs;
     if (leaseExpiresAtMs !== 0) {
       const answered = this.answered.epoch === record.leaseEpoch ? this.answered.deadlineMs : 0;
       leaseExpiresAtMs = Math.max(leaseExpiresAtMs, answered, this.watchers.deadlineMs());
     }
-    return { record: { ...record, leaseExpiresAtMs }, horizons };
+    return { record: { ...record, leaseExpiresAtMs }, promises };
   }
 
   /** The lease as a claim sees it, from what this instance serves now. */

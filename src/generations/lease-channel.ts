@@ -16,7 +16,7 @@
  * - {@link announce} and {@link end} never throw: a socket that cannot be sent to is closed.
  *
  * Does not: decide whether the lease is live (core/generation-lease.ts) or persist anything
- * (the object writes the horizon that covers these pings should the channels vanish).
+ * (the row keeps the channels' ttl, which bounds these pings should the channels vanish).
  */
 import { formatCounter } from "../protocol/counter.ts";
 import type { GenerationRecord, LeaseEndReason } from "../protocol/generations.ts";

@@ -10,8 +10,8 @@
  * - A saved record round-trips exactly (integers stay integers); a stored state this code
  *   does not know is `internal`, never guessed.
  * - The lease (docs/protocol.md#sessions): the record's row also holds the last written
- *   deadline and the two horizons of core/generation-lease.ts; a keepalive that stays inside
- *   its horizon writes nothing, one that passes it writes that one row.
+ *   deadline and the unwritten promises' ttls of core/generation-lease.ts; a keepalive whose
+ *   ttl they cover writes nothing, one with a longer ttl writes that one row.
  * - The bound claims: one row per claim this generation's epochs bind (`bound_claims`, with
  *   the epoch). A claim's row is replaced when a later epoch binds it, deleted when the
  *   claim acknowledges the end of its epoch or unbinds; rows of an epoch that ended are the
@@ -20,6 +20,7 @@
  * Does not: decide anything (core/generation-machine.ts does).
  */
 import type { GenerationRecord } from "../protocol/generations.ts";
+import type { LeasePromises } from "../core/generation-lease.ts";
 import { formatCounter, sortableCounter } from "../protocol/counter.ts";
 import { ShiftlockError } from "../protocol/errors.ts";
 import { isGenerationState } from "../core/generation-machine.ts";
@@ -58,14 +59,15 @@ const GENERATION_SCHEMA: StoreSchema = {
      ${OPERATIONS_TABLE};`,
     // 5: the outbox keeps the object's namespace (an instance started without a name delivers).
     OUTBOX_NAMESPACE_MIGRATION,
+    // 6: promises kept as ttls instead of absolute horizons; a horizon's promises go into the
+    // deadline (this runs in a fresh instance, which would have served the horizon anyway).
+    `UPDATE generation SET lease_expires_at_ms = MAX(lease_expires_at_ms, http_horizon_ms, channel_horizon_ms)
+       WHERE lease_expires_at_ms > 0;
+     ALTER TABLE generation RENAME COLUMN http_horizon_ms TO http_promise_ttl_ms;
+     ALTER TABLE generation RENAME COLUMN channel_horizon_ms TO channel_promise_ttl_ms;
+     UPDATE generation SET http_promise_ttl_ms = 0, channel_promise_ttl_ms = 0;`,
   ],
 };
-
-/** The horizons persisted with the lease (core/generation-lease.ts `LeaseEvidence`). */
-export interface LeaseHorizons {
-  httpHorizonMs: number;
-  channelHorizonMs: number;
-}
 
 /** A claim bound to an epoch of this generation. */
 export interface BoundClaim {
@@ -83,8 +85,8 @@ interface GenerationRow extends Record<string, SqlStorageValue> {
   reason: string;
   lease_epoch: string;
   lease_expires_at_ms: number;
-  http_horizon_ms: number;
-  channel_horizon_ms: number;
+  http_promise_ttl_ms: number;
+  channel_promise_ttl_ms: number;
 }
 
 export class GenerationStore extends MigratedStore {
@@ -96,10 +98,10 @@ export class GenerationStore extends MigratedStore {
   }
 
   /**
-   * The stored record (its `leaseExpiresAtMs` the deadline last written) with its horizons, or
-   * undefined when none was ever registered here.
+   * The stored record (its `leaseExpiresAtMs` the deadline last written) with its unwritten
+   * promises, or undefined when none was ever registered here.
    */
-  load(): { record: GenerationRecord; horizons: LeaseHorizons } | undefined {
+  load(): { record: GenerationRecord; promises: LeasePromises } | undefined {
     if (!this.schema.ready) return undefined;
     const row = this.sql.exec<GenerationRow>("SELECT * FROM generation LIMIT 1").toArray().at(0);
     if (row === undefined) return undefined;
@@ -115,29 +117,29 @@ export class GenerationStore extends MigratedStore {
       leaseExpiresAtMs: row.lease_expires_at_ms,
       leaseEpoch: BigInt(row.lease_epoch),
     };
-    return { record, horizons: { httpHorizonMs: row.http_horizon_ms, channelHorizonMs: row.channel_horizon_ms } };
+    return { record, promises: { httpTtlMs: row.http_promise_ttl_ms, channelTtlMs: row.channel_promise_ttl_ms } };
   }
 
   /**
-   * Insert or replace the record with its horizons, remember the operation (if any), and stage
-   * the record for the index, in one transaction (creating the schema first).
+   * Insert or replace the record with its unwritten promises, remember the operation (if any),
+   * and stage the record for the index, in one transaction (creating the schema first).
    */
   save(
     record: GenerationRecord,
-    horizons: LeaseHorizons,
+    promises: LeasePromises,
     operation?: OperationRecord,
     stage?: (record: GenerationRecord) => void,
   ): void {
     this.write(() => {
       this.sql.exec(
         `INSERT INTO generation (id, service, instance_id, state, started_at_ms, updated_at_ms, reason,
-           lease_epoch, lease_expires_at_ms, http_horizon_ms, channel_horizon_ms)
+           lease_epoch, lease_expires_at_ms, http_promise_ttl_ms, channel_promise_ttl_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET
          service = excluded.service, instance_id = excluded.instance_id, state = excluded.state,
          started_at_ms = excluded.started_at_ms, updated_at_ms = excluded.updated_at_ms, reason = excluded.reason,
          lease_epoch = excluded.lease_epoch, lease_expires_at_ms = excluded.lease_expires_at_ms,
-         http_horizon_ms = excluded.http_horizon_ms, channel_horizon_ms = excluded.channel_horizon_ms`,
+         http_promise_ttl_ms = excluded.http_promise_ttl_ms, channel_promise_ttl_ms = excluded.channel_promise_ttl_ms`,
         record.id,
         record.service,
         record.instanceId,
@@ -147,8 +149,8 @@ export class GenerationStore extends MigratedStore {
         record.reason,
         formatCounter(record.leaseEpoch),
         record.leaseExpiresAtMs,
-        horizons.httpHorizonMs,
-        horizons.channelHorizonMs,
+        promises.httpTtlMs,
+        promises.channelTtlMs,
       );
       if (operation !== undefined) this.operations.remember(operation);
       stage?.(record);

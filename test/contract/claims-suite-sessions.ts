@@ -102,12 +102,27 @@ export function runSessionChecks(withFixture: (body: FixtureTest) => () => Promi
     );
 
     it(
-      "a lease nobody keeps expires at its deadline and its bound claims with it",
+      "a lease nobody keeps: past its deadline a contending acquire is granted at once (it asks the generation)",
       withFixture(async ({ backend, passTime }, c) => {
         const g = `g-${c}`;
         await leased(backend, g, 300);
         await backend.acquireClaim({ claimName: c, generationId: g, bound: true });
-        await passTime(700);
+        await passTime(400);
+        // Before the generation's alarm need notice (up to two ttls late), the acquire sees the end.
+        const taken = await backend.acquireClaim({ claimName: c, generationId: "other", ttlMs: MINUTE });
+        expect(taken).toMatchObject({ ownerGeneration: "other", fencingToken: 2n });
+        expect(await backend.getGeneration(g)).toMatchObject({ leaseExpiresAtMs: 0, leaseEpoch: 1n });
+      }),
+    );
+
+    it(
+      "a lease nobody keeps ends unasked within two ttls of its deadline, and its bound claims with it",
+      withFixture(async ({ backend, passTime }, c) => {
+        const g = `g-${c}`;
+        await leased(backend, g, 300);
+        await backend.acquireClaim({ claimName: c, generationId: g, bound: true });
+        // The deadline (300 ms) + two ttls (600 ms), and time for the deliveries.
+        await passTime(2_000);
         expect(await backend.getClaim(c)).toMatchObject({ phase: "unowned", reason: "expired", previousOwner: g });
         expect(await backend.getGeneration(g)).toMatchObject({ leaseExpiresAtMs: 0, leaseEpoch: 1n });
         await expectCode(backend.renewClaim({ claimName: c, generationId: g, token: 1n, ttlMs: MINUTE }), "not_owner");

@@ -5,7 +5,7 @@
  * file's server, and the test would then talk to that one.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,6 +50,8 @@ export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlo
   // test or the demo must not be woken by every log line (one per mutation) its own load causes.
   const outputPath = join(stateDir, "server-output.log");
   const outputFd = openSync(outputPath, "a");
+  // A restart on the same state appends: this server's lines start here.
+  const startOffset = fstatSync(outputFd).size;
   const child: ChildProcess = spawn(startCommand(0, stateDir), {
     shell: true,
     detached: true,
@@ -61,7 +63,7 @@ export async function startServer(stateDir = mkdtempSync(join(tmpdir(), "shiftlo
   let url: string | undefined;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    url ??= /^shiftlock listening on (http:\/\/\S+)/m.exec(output())?.[1];
+    url ??= /^shiftlock listening on (http:\/\/\S+)/m.exec(readFileSync(outputPath, "utf8").slice(startOffset))?.[1];
     try {
       if (url !== undefined && (await fetch(`${url}/healthz`)).ok) break;
     } catch {

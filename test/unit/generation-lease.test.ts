@@ -1,13 +1,15 @@
 // The generation's lease (docs/protocol.md#sessions) as pure rules: keepalive epochs and
-// deadlines, its end and expiry through the generation machine, and the persisted horizon's
-// restart rule (never earlier than a deadline answered; a surviving channel is exact).
+// deadlines, its end and expiry through the generation machine, the unwritten promises and
+// the restart rule (never earlier than a deadline answered; surviving channels are exact),
+// and when the alarm looks at a live lease.
 import { describe, expect, it } from "vitest";
 import {
+  LEASE_NOTICE_TTLS,
   deadlineAfterRestart,
-  horizonAfter,
-  horizonSlackMs,
   keepLease,
   leaseLive,
+  noticeAtMs,
+  promiseAfter,
 } from "../../src/core/generation-lease.ts";
 import {
   decideEndLease,
@@ -100,56 +102,74 @@ describe("generation lease rules", () => {
   });
 });
 
-describe("the persisted horizon", () => {
-  it("a deadline inside the horizon writes nothing; past it the horizon moves two ttls beyond", () => {
-    expect(horizonAfter(T0 + TTL, T0 + 3 * TTL, TTL)).toBeUndefined();
-    expect(horizonAfter(T0 + TTL, 0, TTL)).toBe(T0 + TTL + horizonSlackMs(TTL));
-    expect(horizonSlackMs(TTL)).toBe(2 * TTL);
+describe("unwritten promises and the restart rule", () => {
+  it("a keepalive whose ttl the persisted promise covers writes nothing; a longer ttl writes once", () => {
+    expect(promiseAfter(TTL, TTL)).toBeUndefined();
+    expect(promiseAfter(TTL, TTL - 1)).toBeUndefined();
+    expect(promiseAfter(0, TTL)).toBe(TTL);
+    expect(promiseAfter(TTL, 2 * TTL)).toBe(2 * TTL);
   });
 
-  it("keepalives every ttl/3 write about one row in seven (≤ 0.25 per keepalive)", () => {
-    let horizon = 0;
+  it("keepalives of one ttl every ttl/3 write once in all (far under 0.25 rows per keepalive)", () => {
+    let persisted = 0;
     let writes = 0;
-    const keepalives = 3_000;
-    for (let i = 0; i < keepalives; i++) {
-      const raised = horizonAfter(T0 + (i * TTL) / 3 + TTL, horizon, TTL);
-      if (raised !== undefined) {
-        horizon = raised;
-        writes++;
-      }
+    for (let i = 0; i < 3_000; i++) {
+      const raised = promiseAfter(persisted, TTL);
+      if (raised !== undefined) [persisted, writes] = [raised, writes + 1];
     }
-    expect(writes / keepalives).toBeLessThanOrEqual(0.25);
-    expect(writes / keepalives).toBeGreaterThan(0.1);
+    expect(writes).toBe(1);
   });
 
-  it("after a restart the lease is never treated as ended before a deadline it answered", () => {
-    // Keepalives answered deadlines up to `answered` without writing; the horizon covers them.
-    let horizon = 0;
-    let stored = 0;
-    let answered = 0;
-    for (let i = 0; i < 40; i++) {
-      answered = T0 + i * 5_000 + TTL;
-      const raised = horizonAfter(answered, horizon, TTL);
-      if (raised !== undefined) {
-        horizon = raised;
-        stored = answered;
+  it("after a restart the lease is never ended before a deadline it answered, and exceeds the last by at most the wait for the first read", () => {
+    // Keepalives every 5 s answered deadlines without writing (the promise ttl covers them).
+    const promises = { httpTtlMs: TTL, channelTtlMs: 0 };
+    const stored = T0 + TTL;
+    for (const lastAnsweredAtMs of [T0, T0 + 5_000, T0 + 60_000]) {
+      const answered = lastAnsweredAtMs + TTL;
+      // The fresh instance's first read comes at the restart or later (its alarm, a request).
+      for (const firstReadMs of [lastAnsweredAtMs, lastAnsweredAtMs + 1, lastAnsweredAtMs + 2 * TTL]) {
+        const fold = deadlineAfterRestart({
+          storedDeadlineMs: stored,
+          promises,
+          liveChannelDeadlineMs: undefined,
+          nowMs: firstReadMs,
+        });
+        expect(fold.deadlineMs).toBeGreaterThanOrEqual(answered);
+        expect(fold.deadlineMs - answered).toBeLessThanOrEqual(Math.max(0, firstReadMs - lastAnsweredAtMs));
+        // The fold is written and its promise cleared: a second restart does not extend again.
+        expect(fold.write).toEqual({ httpTtlMs: 0, channelTtlMs: 0 });
+        const again = deadlineAfterRestart({
+          storedDeadlineMs: fold.deadlineMs,
+          promises: fold.write!,
+          liveChannelDeadlineMs: undefined,
+          nowMs: firstReadMs + 10 * TTL,
+        });
+        expect(again).toEqual({ deadlineMs: fold.deadlineMs });
       }
-      const restarted = deadlineAfterRestart({
-        storedDeadlineMs: stored,
-        httpHorizonMs: horizon,
-        channelHorizonMs: 0,
-        liveChannelDeadlineMs: undefined,
-      });
-      expect(restarted).toBeGreaterThanOrEqual(answered);
-      // …and never later than the stated slack beyond it.
-      expect(restarted - answered).toBeLessThanOrEqual(horizonSlackMs(TTL));
     }
   });
 
-  it("a surviving channel is exact: its channel horizon's slack does not count", () => {
-    const evidence = { storedDeadlineMs: T0 + TTL, httpHorizonMs: 0, channelHorizonMs: T0 + 4 * TTL };
-    expect(deadlineAfterRestart({ ...evidence, liveChannelDeadlineMs: T0 + 2 * TTL })).toBe(T0 + 2 * TTL);
-    expect(deadlineAfterRestart({ ...evidence, liveChannelDeadlineMs: undefined })).toBe(T0 + 4 * TTL);
-    expect(deadlineAfterRestart({ ...evidence, storedDeadlineMs: 0, liveChannelDeadlineMs: undefined })).toBe(0);
+  it("surviving channels are exact: their promise ttl does not count, and stays for a later restart", () => {
+    const evidence = {
+      storedDeadlineMs: T0 + TTL,
+      promises: { httpTtlMs: 0, channelTtlMs: TTL },
+      nowMs: T0 + 2 * TTL,
+    };
+    expect(deadlineAfterRestart({ ...evidence, liveChannelDeadlineMs: T0 + 2 * TTL + 500 })).toEqual({
+      deadlineMs: T0 + 2 * TTL + 500,
+    });
+    // No channel survived (a restart): every ping was before now, so it ends by now + ttl.
+    expect(deadlineAfterRestart({ ...evidence, liveChannelDeadlineMs: undefined })).toEqual({
+      deadlineMs: T0 + 3 * TTL,
+      write: { httpTtlMs: 0, channelTtlMs: 0 },
+    });
+    expect(deadlineAfterRestart({ ...evidence, storedDeadlineMs: 0, liveChannelDeadlineMs: undefined })).toEqual({
+      deadlineMs: 0,
+    });
+  });
+
+  it("the alarm looks at a live lease two ttls after its deadline at the latest", () => {
+    expect(LEASE_NOTICE_TTLS).toBe(2);
+    expect(noticeAtMs(T0, TTL)).toBe(T0 + 2 * TTL + 1);
   });
 });

@@ -1,12 +1,13 @@
 // The generation's lease in its Durable Object (docs/protocol.md#sessions): the alarm ends a
 // lease nobody kept and delivers the end to every bound claim (watchers hear `expired`), a
-// keepalive inside its horizon writes no row, a restarted object keeps the lease to its
-// horizon, and the lease channel keeps the lease with pings the runtime answers. The
-// generation's clock is a ManualClock; real ttls are long so no real alarm fires mid-test.
+// keepalive of a ttl the row already promises writes no row, a restarted object keeps the
+// lease to its first read + ttl (written once), and the lease channel keeps the lease with
+// pings the runtime answers. The generation's clock is a ManualClock; real ttls are long so
+// no real alarm fires mid-test.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ManualClock, systemClock } from "../../src/core/clock.ts";
-import { horizonSlackMs } from "../../src/core/generation-lease.ts";
+import { noticeAtMs } from "../../src/core/generation-lease.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import { claimUrl, get, openWatch, post, unique, WRITE } from "./claims-helpers.ts";
 import { hibernate, restartObject } from "./object-helpers.ts";
@@ -65,9 +66,9 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
       await w.next();
       watchers.push(w);
     }
-    // Armed no later than the lease's deadline (the listing's delivery check may come first).
+    // Armed no later than two ttls past the lease's deadline (the listing's delivery check may come first).
     expect(await runInDurableObject(g.stubOf(), (_i, state) => state.storage.getAlarm())).toBeLessThanOrEqual(
-      lease.leaseExpiresAtMs + 1,
+      noticeAtMs(lease.leaseExpiresAtMs, TTL),
     );
     // At the deadline the lease still holds: the alarm re-arms and ends nothing.
     await g.clock.advance(TTL);
@@ -90,38 +91,46 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
     expect(owed.n).toBe(0);
   });
 
-  it("a keepalive inside the horizon writes no row; one past it writes one", async () => {
+  it("keepalives of the ttl the row already promises write no row; a longer ttl writes one", async () => {
     const g = await setup();
     const first = await metered(g.stubOf(), (o) => o.keepalive(g.id, { ttlMs: TTL }));
     expect(first.result.status).toBe(200);
     expect(first.cost.rowsWritten).toBeGreaterThan(0);
-    // Keepalives every ttl/3 stay inside the horizon (deadline + two ttls) for a while.
-    let writes = 0;
+    let rowsWritten = 0;
     const keepalives = 30;
     for (let i = 0; i < keepalives; i++) {
       await g.clock.advance(TTL / 3);
-      const { cost } = await metered(g.stubOf(), (o) => o.keepalive(g.id, { ttlMs: TTL }));
-      if (cost.rowsWritten > 0) writes++;
+      const { result, cost } = await metered(g.stubOf(), (o) => o.keepalive(g.id, { ttlMs: TTL }));
+      expect(result.body).toMatchObject({ generation: { leaseExpiresAtMs: g.clock.nowMs() + TTL } });
+      rowsWritten += cost.rowsWritten;
       expect(cost.writesOutsideTransaction).toBe(0);
     }
-    expect(writes / keepalives).toBeLessThanOrEqual(0.25);
-    expect(writes).toBeGreaterThan(0);
+    expect(rowsWritten).toBe(0);
+    const longer = await metered(g.stubOf(), (o) => o.keepalive(g.id, { ttlMs: 2 * TTL }));
+    expect(longer.cost.rowsWritten).toBeGreaterThan(0);
   });
 
-  it("after a restart the lease lives to its horizon: never ended before a deadline it answered", async () => {
+  it("after a restart the lease lives to the first read + ttl: never ended before a deadline it answered, extended once", async () => {
     const g = await setup();
     await g.keepalive();
     // Keepalives that wrote nothing answered later deadlines than the row holds.
     await g.clock.advance(TTL / 3);
+    const answeredAtMs = g.clock.nowMs();
     const answered = (await g.keepalive()).body.generation.leaseExpiresAtMs as number;
     await restartObject(g.stubOf());
     await g.installClock();
-    // Just past the answered deadline the restarted object still holds the lease...
+    // The restarted object's first read comes just past the answered deadline: it still holds the lease...
     await g.clock.advance(answered + 1 - g.clock.nowMs());
+    const firstReadMs = g.clock.nowMs();
     const after = (await g.read()).body.generation;
     expect(after.leaseExpiresAtMs).toBeGreaterThanOrEqual(answered);
-    expect(after.leaseExpiresAtMs - answered).toBeLessThanOrEqual(horizonSlackMs(TTL) + TTL);
-    // ...and ends it once the horizon passed.
+    expect(after.leaseExpiresAtMs - answered).toBeLessThanOrEqual(firstReadMs - answeredAtMs);
+    // ...wrote that deadline, so another restart does not extend it again...
+    await restartObject(g.stubOf());
+    await g.installClock();
+    await g.clock.advance(TTL / 2);
+    expect((await g.read()).body.generation.leaseExpiresAtMs).toBe(after.leaseExpiresAtMs);
+    // ...and ends it once that passed.
     await g.clock.advance(after.leaseExpiresAtMs + 1 - g.clock.nowMs());
     expect((await g.read()).body.generation.leaseExpiresAtMs).toBe(0);
   });
@@ -191,7 +200,7 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
     });
   });
 
-  it("a channel closed after the object hibernated: the lease runs to its last ping + ttl, not to the horizon", async () => {
+  it("a channel closed after the object hibernated: the lease runs to its last ping + ttl, not to the wake-up + ttl", async () => {
     const g = await setup();
     const channel = await openWatchSocket(`${g.url}/lease?ttlMs=${TTL}`, WRITE);
     await channel.next();
@@ -211,7 +220,7 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
     for (let i = 0; i < 100 && (await stored()) < sentMs + TTL; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    // The ping's deadline exactly (stamped when the runtime received it), not the horizon's slack beyond it.
+    // The ping's deadline exactly (stamped when the runtime received it), not the wake-up + ttl of a restart.
     expect(await stored()).toBeGreaterThanOrEqual(sentMs + TTL);
     expect(await stored()).toBeLessThanOrEqual(receivedBy + TTL);
     expect(served.leaseExpiresAtMs).toBeLessThanOrEqual(receivedBy + TTL);

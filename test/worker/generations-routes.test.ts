@@ -226,9 +226,41 @@ describe("generation storage", () => {
     const stub = testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
     await runInDurableObject(stub, (_instance: GenerationObject, state) => {
       const meta = state.storage.sql.exec("SELECT key, value FROM meta").toArray();
-      expect(meta).toEqual([{ key: "schema_version", value: 5 }]);
+      expect(meta).toEqual([{ key: "schema_version", value: 6 }]);
       const rows = state.storage.sql.exec("SELECT id, state FROM generation").toArray();
       expect(rows).toEqual([{ id, state: "joining" }]);
+    });
+  });
+
+  it("an object of schema 5 keeps every deadline its horizons promised when it migrates", async () => {
+    const { ns, id } = fresh();
+    const base = `/v1/ns/${ns}/generations`;
+    await call("POST", base, { id, service: "api", instanceId: "i-1" });
+    const kept = await (await call("POST", `${base}/${id}/keepalive`, { ttlMs: 60_000 })).json<GenerationBody>();
+    const deadlineMs = (kept.generation as unknown as { leaseExpiresAtMs: number }).leaseExpiresAtMs;
+    const stub = testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
+    // The row as schema 5 left it: keepalives answered up to its HTTP horizon without writing.
+    await runInDurableObject(stub, (_instance: GenerationObject, state) => {
+      state.storage.sql.exec(
+        `ALTER TABLE generation RENAME COLUMN http_promise_ttl_ms TO http_horizon_ms;
+         ALTER TABLE generation RENAME COLUMN channel_promise_ttl_ms TO channel_horizon_ms;
+         UPDATE meta SET value = 5 WHERE key = 'schema_version'`,
+      );
+      state.storage.sql.exec("UPDATE generation SET http_horizon_ms = ?", deadlineMs + 120_000);
+    });
+    await restartObject(stub);
+    const read = await (await call("GET", `${base}/${id}`)).json<GenerationBody>();
+    expect(read.generation).toMatchObject({ leaseEpoch: "1", leaseExpiresAtMs: deadlineMs + 120_000 });
+    const restarted = testEnv.GENERATIONS.getByName(objectName(ns, "generation", id));
+    await runInDurableObject(restarted, (_instance: GenerationObject, state) => {
+      expect(state.storage.sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one().value).toBe(6);
+      expect(
+        state.storage.sql
+          .exec(
+            "SELECT lease_expires_at_ms AS d, http_promise_ttl_ms AS h, channel_promise_ttl_ms AS c FROM generation",
+          )
+          .one(),
+      ).toEqual({ d: deadlineMs + 120_000, h: 0, c: 0 });
     });
   });
 

@@ -255,8 +255,8 @@ describe("rows per generation operation", () => {
     // The new generation arms its delivery-check alarm; the state change finds it still armed.
     expect(rows).toEqual({
       // The schema's migrations (the lease's columns and tables since sessions, the outbox's
-      // namespace) run inside the first write.
-      "register (new)": [24, 17, 1, 1],
+      // namespace, the lease's promise ttls) run inside the first write.
+      "register (new)": [25, 17, 1, 1],
       "register (again)": [1, 0, 0, 0],
       state: [3, 2, 1, 0],
       "index delivery (after the commit)": [2, 1, 0, 0],

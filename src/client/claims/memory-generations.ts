@@ -11,7 +11,10 @@
  *   tell its bound claims.
  * - {@link MemoryGenerations.view} answers what the generation object answers a claim.
  *
- * Does not: persist anything, or keep a horizon (an in-memory lease never restarts).
+ * Does not: persist anything or keep promise ttls (an in-memory lease never restarts), or
+ * wait to notice a lapse: its timer ends a lease at the deadline, where the generation object
+ * may notice it up to two ttls later (core/generation-lease.ts `noticeAtMs`; an alarm costs
+ * money there, a timer nothing here). Both answer anyone who asks with the exact deadline.
  */
 import type { Clock } from "../../core/clock.ts";
 import type { LeaseView } from "../../core/claim-leases.ts";
