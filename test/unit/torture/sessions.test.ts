@@ -117,6 +117,18 @@ describe("lease epochs: what the history proves of an epoch's end", () => {
     expect(leaseEpochs(late).bounds("g", 1n).endedByMs).toBe(20_000 + ALARM_LATENESS_MS + 1000);
   });
 
+  it("an eviction extends once, and again only after a keepalive that extension did not cover", () => {
+    const first = [keepalive("g", 0, 1000, "1")];
+    const onceMs = noticeAtMs(1005 + 1000, 1000) + ALARM_LATENESS_MS + 1000;
+    expect(leaseEpochs(first).bounds("g", 1n).endedByMs).toBe(onceMs);
+    // A keepalive answered within that reach (after a fold revived the lease) is a new promise
+    // (it reaches its completion, 5 ms after its deadline's instant, + the ttl).
+    const again = [...first, keepalive("g", onceMs - 1000, 1000, "1")];
+    expect(leaseEpochs(again).bounds("g", 1n).endedByMs).toBe(
+      noticeAtMs(onceMs + 5 + 1000, 1000) + ALARM_LATENESS_MS + 1000,
+    );
+  });
+
   it("a channel opened without a ttl has the default one", () => {
     const open: ChannelEntry = { t: "channel", generation: "g", conn: 1, atMs: 0, kind: "open" };
     expect(leaseEpochs([open]).maxTtlMs("g")).toBe(DEFAULT_LEASE_CHANNEL_TTL_MS);
