@@ -17,7 +17,9 @@
  * - `sessions-lease-end`: a watch on each claim of one generation, then `lease/end`: the time
  *   until the last watcher hears `expired`;
  * - `sessions-lapse`: another generation stops pinging and closes its channel: the time from
- *   its deadline (at the latest its last ping's send time + ttl) to the last `expired`.
+ *   its deadline (at the latest its last ping's send time + ttl) to the last `expired` (the
+ *   generation's alarm notices a lapse up to two ttls after the deadline:
+ *   src/core/generation-lease.ts `noticeAtMs`).
  *
  * The steady phases run at the target's ttl and keepalive period, so the projection only
  * multiplies by the number of generations (and claims); it never assumes an object is called
@@ -37,8 +39,6 @@ import WebSocket from "ws";
 import { hardLimit, stopAllAndExit } from "./cleanup.mjs";
 import { expectStatus, makeClient } from "./http.mjs";
 import {
-  PRICES,
-  SECONDS_PER_MONTH,
   WS_MESSAGE_BILLING,
   countByPhase,
   kindOf,
@@ -47,6 +47,7 @@ import {
   projectSessions,
   summarize,
 } from "./scale-model.mjs";
+import { reportSessions } from "./scale-sessions-report.mjs";
 import { startServer } from "./server.mjs";
 import { UsageError, parseInteger, parseOptions } from "../src/cli/options.mjs";
 
@@ -67,7 +68,7 @@ const PARALLEL = 1;
 export const SESSION_OPTIONS = /** @type {const} */ ({
   "session-generations": { type: "string", default: "20" },
   "session-claims": { type: "string", default: "100" },
-  "session-steady-s": { type: "string", default: "60" },
+  "session-steady-s": { type: "string", default: "120" },
 });
 export const SESSION_USAGE =
   "[--session-generations N (0: none, else ≥ 2)] [--session-claims N per generation, ≤ 128] [--session-steady-s S]";
@@ -469,7 +470,7 @@ export async function runSessionWorkload({ serverUrl, token, client, lines, sett
     return async () => {
       const times = await Promise.all(
         watches.map(async (w) => {
-          // Up to three ttls past the deadline after a restart (the channel horizon), and the deliveries.
+          // The alarm notices a lapse up to two ttls past the deadline; then the deliveries.
           await w.next((m) => m.type === "event" && m.reason === "expired", 120_000);
           const at = Date.now();
           w.ws.close(1000);
@@ -579,6 +580,9 @@ export async function runSessionWorkload({ serverUrl, token, client, lines, sett
   return {
     G,
     C,
+    ttlMs: TTL_MS,
+    keepaliveMs: KEEPALIVE_MS,
+    target: TARGET,
     phases,
     measured,
     ops,
@@ -599,114 +603,6 @@ export async function runSessionWorkload({ serverUrl, token, client, lines, sett
     channel: project("sessions-steady-channel", WS_MESSAGE_BILLING.free),
     channelTwentyToOne: project("sessions-steady-channel", WS_MESSAGE_BILLING.twentyToOne),
     http: project("sessions-steady-http", WS_MESSAGE_BILLING.free),
-  };
-}
-
-const round = (/** @type {number} */ x) => Math.round(x * 10) / 10;
-
-/**
- * Print the workload's tables (per phase, then the projection beside today's per-claim
- * renewals when `today` is given) and return its part of the JSON line.
- * @param {Awaited<ReturnType<typeof runSessionWorkload>>} r
- * @param {import("./scale-model.mjs").SessionProjection | undefined} today per-claim renewals
- *   projected the same way (bench/scale-model.mjs `projectRenewals`)
- */
-export function reportSessions(r, today) {
-  console.log(
-    `\n## sessions: ${r.G * r.C} bound claims under ${r.G} generations (ttl ${TTL_MS / 1000} s, keepalive every ${KEEPALIVE_MS / 1000} s)`,
-  );
-  console.log(
-    "| phase | s | Worker req | Worker req/s | WS msgs in | object req | object req/s | claim-object req | rows written | alarm writes | busiest object (req/s) |",
-  );
-  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
-  for (const p of r.phases) {
-    const { seconds, summary } = /** @type {{ seconds: number, summary: ReturnType<typeof summarize> }} */ (
-      r.measured[p.name]
-    );
-    const kinds = Object.values(summary.byKind);
-    const objectReq = kinds.reduce((a, k) => a + k.requests + k.alarms, 0);
-    const claim = summary.byKind["claim"];
-    // The end reaches each bound claim by the generation's call (one request per claim, every
-    // watcher heard it), which the claim object does not meter (its leaseEnded entry point).
-    const ended = { "sessions-lease-end": r.endedGenerations, "sessions-lapse": 1 }[p.name] ?? 0;
-    const leaseEnds = ended > 0 ? ` + ${ended * r.C} lease ends` : "";
-    const sent = /** @type {{ workerRequests: number, wsIn: number }} */ (r.sent[p.name]);
-    const cells = [
-      p.name,
-      seconds.toFixed(1),
-      sent.workerRequests,
-      (sent.workerRequests / seconds).toFixed(1),
-      sent.wsIn,
-      objectReq,
-      (objectReq / seconds).toFixed(1),
-      `${(claim?.requests ?? 0) + (claim?.alarms ?? 0)}${leaseEnds}`,
-      kinds.reduce((a, k) => a + k.rowsWritten, 0),
-      kinds.reduce((a, k) => a + k.alarmsSet, 0),
-      `${summary.busiest.kind || "none"} ${summary.busiest.reqPerS.toFixed(1)}`,
-    ];
-    console.log(`| ${cells.join(" | ")} |`);
-  }
-  console.log("\nmeter lines by object kind and entry point:");
-  for (const p of r.phases) {
-    const counts = Object.entries(r.ops[p.name] ?? {}).sort((a, b) => b[1] - a[1]);
-    console.log(`- ${p.name}: ${counts.map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`);
-  }
-  const wokeOnPing = r.measured["sessions-steady-channel"]?.summary.byKind["generation"];
-  console.log(
-    `\nsteady, per keepalive: channel ${r.keepalives.channel} pings (${r.pongsChannel} pongs over the phase and the switch), ${r.perKeepalive.channel.rows.toFixed(3)} SQL rows + ${r.perKeepalive.channel.alarmWrites.toFixed(3)} alarm writes; HTTP ${r.keepalives.http} keepalives, ${r.perKeepalive.http.rows.toFixed(3)} SQL rows + ${r.perKeepalive.http.alarmWrites.toFixed(3)} alarm writes. Generation objects in the channel's steady state: ${wokeOnPing?.requests ?? 0} requests, ${wokeOnPing?.alarms ?? 0} alarms.`,
-  );
-  console.log(
-    `a lease ending (lease/end, ${r.C} claims, ${r.endedGenerations} times): the last of ${r.C} watchers heard expired after ${r.expiryToWatchersMs.join(", ")} ms; a lease lapsing (no keepalive, channel closed): watchers heard expired from ${r.lapseFirstMs} to ${r.lapseToWatchersMs} ms after its deadline (the last ping's send time + ttl: the deadline is no earlier)`,
-  );
-  console.log(
-    `hand-over of ${r.G * r.C} claims in ${r.handoffS.toFixed(1)} s; projected to ${TARGET.claims} in ${TARGET.handoffS} s over ${TARGET.shards} shards: busiest ${r.handoffP.busiestKind} ${r.handoffP.busiestReqPerS.toFixed(1)} req/s`,
-  );
-  console.log(
-    `the busiest generation object took ${r.handoffGenerationMax} requests in the hand-over (its ${r.C} claims' lease checks and binds, in two batches): a burst as long as a batch, not a rate`,
-  );
-  for (const drop of r.drops) console.log(`reopened: ${drop}`);
-  console.log(
-    `slowest answer to a keepalive ${r.slowest.keepaliveMs} ms, to a ping ${r.slowest.pongMs} ms (the local server's load)`,
-  );
-  if (r.frontRetries > 0) console.log(`${r.frontRetries} requests sent again after a 502/503 of the local front`);
-  const row = (/** @type {string} */ label, /** @type {import("./scale-model.mjs").SessionProjection} */ p) =>
-    `| ${label} | ${p.workerRequestsPerS.toFixed(0)} | ${p.objectRequestsPerS.toFixed(0)} | ${p.wsBilledPerS.toFixed(0)} | ${p.requestsPerS.toFixed(0)} | ${p.claimObjectRequestsPerS.toFixed(0)} | ${(p.rowsWrittenPerS + p.alarmWritesPerS).toFixed(0)} (${p.alarmWritesPerS.toFixed(0)} alarms) | ${p.busiestKind} ${p.busiestReqPerS.toFixed(2)} | $${Math.round(p.usdPerMonth)} | $${Math.round((p.alarmWritesPerS * SECONDS_PER_MONTH * PRICES.rowsWrittenPerM) / 1e6)} |`;
-  console.log(
-    `\n## sessions projected: ${TARGET.claims} claims under ${TARGET.generations} generations (list prices ${JSON.stringify(PRICES)}; pings: documented reading free, the 20:1 reading beside it)`,
-  );
-  console.log(
-    "| steady state | Worker req/s | object req/s | WS msgs billed/s | billed req/s | claim-object req/s | rows written/s | busiest object req/s | per month | of which alarm writes |",
-  );
-  console.log("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|");
-  if (today !== undefined) console.log(row("per-claim renewals (today)", today));
-  console.log(row("sessions, lease channel (pings free, as documented)", r.channel));
-  console.log(row("sessions, lease channel (pings billed 20:1)", r.channelTwentyToOne));
-  console.log(row("sessions, HTTP keepalives", r.http));
-  const projected = (/** @type {import("./scale-model.mjs").SessionProjection} */ p) => ({
-    requestsPerS: round(p.requestsPerS),
-    claimObjectRequestsPerS: round(p.claimObjectRequestsPerS),
-    // As the renewal projection's: the busiest object in the steady state and in a hand-over of every claim in 60 s.
-    busiestReqPerS: { steady: round(p.busiestReqPerS), handoff: round(r.handoffP.busiestReqPerS) },
-    usdPerMonth: Math.round(p.usdPerMonth),
-  });
-  return {
-    boundClaims: r.G * r.C,
-    generations: r.G,
-    keepalives: r.keepalives.channel,
-    rowsWrittenPerKeepalive: Math.round(r.perKeepalive.channel.rows * 1000) / 1000,
-    alarmWritesPerKeepalive: Math.round(r.perKeepalive.channel.alarmWrites * 1000) / 1000,
-    http: {
-      keepalives: r.keepalives.http,
-      rowsWrittenPerKeepalive: Math.round(r.perKeepalive.http.rows * 1000) / 1000,
-      alarmWritesPerKeepalive: Math.round(r.perKeepalive.http.alarmWrites * 1000) / 1000,
-    },
-    expiryToWatchersMsMax: Math.max(...r.expiryToWatchersMs),
-    expiryToWatchersMs: r.expiryToWatchersMs,
-    lapseToWatchersMsMax: r.lapseToWatchersMs,
-    handoffS: round(r.handoffS),
-    projected100k: projected(r.channel),
-    projected100kPingsBilled: projected(r.channelTwentyToOne),
-    projected100kHttp: projected(r.http),
   };
 }
 

@@ -27,13 +27,8 @@ import {
   projectRenewals,
   summarize,
 } from "./scale-model.mjs";
-import {
-  SESSION_OPTIONS,
-  SESSION_USAGE,
-  reportSessions,
-  runSessionWorkload,
-  sessionSettings,
-} from "./scale-sessions.mjs";
+import { SESSION_OPTIONS, SESSION_USAGE, runSessionWorkload, sessionSettings } from "./scale-sessions.mjs";
+import { reportSessions } from "./scale-sessions-report.mjs";
 import { startServer } from "./server.mjs";
 import { parseInteger, parseOptions } from "../src/cli/options.mjs";
 import { GenerationSession, HttpClaimsBackend } from "../src/client/index.ts";

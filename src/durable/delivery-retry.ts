@@ -3,7 +3,8 @@
  * entries (index-outbox.ts), a listing shard's forward to its index (listing/index-shard.ts)
  * and a generation's lease ends (generations/lease-deliveries.ts).
  *
- * Guarantees: a failed delivery is retried from the object's one alarm (only ever moved
+ * Guarantees: a commit that owes a delivery arms the alarm {@link DELIVERY_CHECK_MS} ahead; a
+ * failed delivery is retried from the object's one alarm (only ever moved
  * earlier, alarm-schedule.ts), first after {@link RETRY_FIRST_MS}, doubling up to
  * {@link RETRY_MAX_MS}; a success resets the delay. Because the alarm is the retry, a
  * delivery owed survives an instance's death as long as what it delivers is in storage:
@@ -12,6 +13,13 @@
  * Does not: know what is delivered, or remember it (the caller's rows do).
  */
 import type { AlarmSchedule } from "./alarm-schedule.ts";
+
+/**
+ * After a commit that owes a delivery, when the alarm (armed with the commit) makes sure it
+ * was made: the delivery itself starts at once, and should the instance die first, this
+ * alarm resumes it after the restart.
+ */
+export const DELIVERY_CHECK_MS = 1_000;
 
 /** First retry delay after a failed delivery. */
 export const RETRY_FIRST_MS = 250;

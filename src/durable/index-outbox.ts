@@ -46,7 +46,7 @@ import { namespaceOf, objectName } from "./object-names.ts";
 import type { CounterDeltas, IndexDelivery, IndexEntry } from "../core/listing-entry.ts";
 import { addCounters, listedFingerprint } from "../core/listing-entry.ts";
 import type { AlarmSchedule } from "./alarm-schedule.ts";
-import { DeliveryRetry } from "./delivery-retry.ts";
+import { DELIVERY_CHECK_MS, DeliveryRetry } from "./delivery-retry.ts";
 import { writeCounter } from "./metrics.ts";
 import type { ObjectMeter } from "./object-meter.ts";
 import type { ObjectSettings } from "./object-settings.ts";
@@ -75,11 +75,8 @@ export const OUTBOX_NAMESPACE_MIGRATION = `ALTER TABLE index_outbox ADD COLUMN n
  */
 export const COALESCE_MS = 600;
 
-/**
- * After a staged change, when the alarm makes sure it left (the listing's lag bound is 2 s).
- * Later than {@link COALESCE_MS}, so the alarm never pre-empts the coalesced delivery.
- */
-export const DELIVERY_CHECK_MS = 1_000;
+// DELIVERY_CHECK_MS (delivery-retry.ts) is later than COALESCE_MS: the alarm never
+// pre-empts the coalesced delivery, and the listing's lag bound (2 s) holds.
 
 /** True unless `LISTING_INDEX` is "off". */
 export function listingEnabled(env: Env): boolean {

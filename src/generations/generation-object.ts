@@ -59,7 +59,7 @@ import type {
   RegisterGenerationBody,
 } from "../protocol/generations.ts";
 import { WatchedObject } from "../durable/object-base.ts";
-import { DeliveryRetry } from "../durable/delivery-retry.ts";
+import { DELIVERY_CHECK_MS, DeliveryRetry } from "../durable/delivery-retry.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import type { ObjectSettings } from "../durable/object-settings.ts";
 import { jsonResponse } from "../durable/websocket.ts";
@@ -99,7 +99,7 @@ export class GenerationObject extends WatchedObject {
   private readonly deliveries: LeaseEndDeliveries;
   /** The lease deadline this instance last answered (undefined until it first read the row). */
   private answered: { epoch: bigint; deadlineMs: number } | undefined;
-  /** The longest keepalive ttl this instance answered or read: how late its alarm may notice a lapse. */
+  /** The longest ttl of the current epoch this instance answered or read: how late its alarm may notice a lapse. */
   private knownTtlMs = 0;
 
   constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
@@ -258,10 +258,14 @@ export class GenerationObject extends WatchedObject {
       decide: () => decide(before?.record, nowMs),
       commit: (d) => this.commit(before, d, nowMs, options),
       follows: (d) => d.ok || d.leaseEnded !== undefined,
+      // A live lease: its notice. An ended epoch: its deliveries start now; should this instance
+      // die first, this alarm resumes them after the restart.
       deadlineMs: (d) =>
-        d.record !== undefined && d.record.leaseExpiresAtMs !== 0
-          ? noticeAtMs(d.record.leaseExpiresAtMs, this.noticeTtlMs())
-          : undefined,
+        d.leaseEnded !== undefined
+          ? nowMs + DELIVERY_CHECK_MS
+          : d.record !== undefined && d.record.leaseExpiresAtMs !== 0
+            ? noticeAtMs(d.record.leaseExpiresAtMs, this.noticeTtlMs())
+            : undefined,
       publish: (d) => {
         if (d.leaseEnded !== undefined) this.watchers.end(d.leaseEnded.epoch, d.leaseEnded.reason);
         else if (d.ok && before !== undefined && d.record.leaseExpiresAtMs > before.record.leaseExpiresAtMs) {
@@ -294,6 +298,8 @@ export class GenerationObject extends WatchedObject {
     const promises = next.leaseExpiresAtMs === 0 ? NO_PROMISES : { ...(before?.promises ?? NO_PROMISES) };
     const answered = options.answered;
     let raised = false;
+    // The notice is counted in the current epoch's ttls, not an earlier epoch's.
+    if (before === undefined || next.leaseEpoch !== before.record.leaseEpoch) this.knownTtlMs = 0;
     if (d.ok && answered !== undefined && next.leaseExpiresAtMs !== 0) {
       this.knownTtlMs = Math.max(this.knownTtlMs, answered.ttlMs);
       // An HTTP keepalive promises its deadline; a channel, every ping's time + its ttl.

@@ -6,7 +6,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ManualClock, systemClock } from "../../src/core/clock.ts";
-import { DELIVERY_CHECK_MS } from "../../src/durable/index-outbox.ts";
+import { DELIVERY_CHECK_MS } from "../../src/durable/delivery-retry.ts";
 import { claimStub, claimUrl, get, openWatch, post, unique } from "./claims-helpers.ts";
 
 async function setup() {

@@ -8,6 +8,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ManualClock, systemClock } from "../../src/core/clock.ts";
 import { noticeAtMs } from "../../src/core/generation-lease.ts";
+import { DELIVERY_CHECK_MS } from "../../src/durable/delivery-retry.ts";
 import { objectName } from "../../src/durable/object-names.ts";
 import { claimUrl, get, openWatch, post, unique, WRITE } from "./claims-helpers.ts";
 import { hibernate, restartObject } from "./object-helpers.ts";
@@ -89,6 +90,16 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
       state.storage.sql.exec("SELECT COUNT(*) AS n FROM bound_claims").one(),
     );
     expect(owed.n).toBe(0);
+  });
+
+  it("lease/end arms the alarm a second ahead with its commit: a restart before the deliveries resumes them", async () => {
+    const g = await setup();
+    await g.keepalive();
+    const claim = unique();
+    expect((await post(claimUrl(g.ns, claim, "/acquire"), { generationId: g.id, bound: true })).status).toBe(200);
+    expect((await post(`${g.url}/lease/end`, {})).status).toBe(200);
+    const armedAt = await runInDurableObject(g.stubOf(), (_i, state) => state.storage.getAlarm());
+    expect(armedAt).toBeLessThanOrEqual(g.clock.nowMs() + DELIVERY_CHECK_MS);
   });
 
   it("keepalives of the ttl the row already promises write no row; a longer ttl writes one", async () => {
