@@ -1,7 +1,7 @@
 /**
  * `npm run torture -- [--duration-s 60] [--clients 8] [--seed N] [--history FILE]
  *   [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--sessions N]
- *   [--session-crash-share 0.4] [--timeout-ms 1500] [--plant listing-off]`
+ *   [--session-crash-share 0.4] [--timeout-ms 1500] [--plant listing-off] [--server-log FILE]`
  * `npm run torture -- --check FILE`
  *
  * Runs the torture test (runner.ts) against the server as `npm start` runs it, or re-checks
@@ -15,7 +15,8 @@
  * hold bound claims; default a third of the clients, at least 2; 0 turns them off) and
  * `--session-crash-share` the share of the other crashes timed on a session's lease;
  * `--plant listing-off` restarts the server with the listing switched off after the first
- * crash, a fault the run must report (M > 0). The seed (printed first; random when not
+ * crash, a fault the run must report (M > 0); `--server-log` appends everything the server
+ * prints, across its restarts, to FILE (each line prefixed with its wall-clock ms). The seed (printed first; random when not
  * given) reproduces the run's schedule: its operations, arguments and faults. SIGINT or
  * SIGTERM ends a run early (the server is stopped, the partial history checked).
  */
@@ -30,7 +31,7 @@ import { PLANTS, runTorture, type Plant } from "./runner.ts";
 function usage(message: string): never {
   console.error(`torture: ${message}`);
   console.error(
-    "usage: torture [--duration-s 60] [--clients 8] [--seed N] [--history FILE] [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--sessions N] [--session-crash-share 0.4] [--timeout-ms 1500] [--plant listing-off] | --check FILE",
+    "usage: torture [--duration-s 60] [--clients 8] [--seed N] [--history FILE] [--fault-every-s 6] [--crash-share 0.6] [--lapse-share 0.5] [--sessions N] [--session-crash-share 0.4] [--timeout-ms 1500] [--plant listing-off] [--server-log FILE] | --check FILE",
   );
   process.exit(2);
 }
@@ -50,6 +51,7 @@ try {
       "session-crash-share": { type: "string", default: "0.4" },
       "timeout-ms": { type: "string", default: "1500" },
       plant: { type: "string" },
+      "server-log": { type: "string" },
       check: { type: "string" },
     },
     strict: true,
@@ -99,6 +101,7 @@ if (values["check"] !== undefined) {
     lapseShare: number("lapse-share", 0, 1),
     timeoutMs: number("timeout-ms", 100, 60_000),
     ...(plant === undefined ? {} : { plant: plant as Plant }),
+    ...(values["server-log"] === undefined ? {} : { serverLogPath: values["server-log"] }),
     log,
   });
 }

@@ -55,6 +55,8 @@ export interface RunOptions {
   sessionCrashShare: number;
   /** A planted fault (see the module comment). */
   plant?: Plant;
+  /** Append the server's output here (server-process.ts); none: only its tail on failure. */
+  serverLogPath?: string;
   log: (line: string) => void;
   /** Ends the run early (as if the duration had passed); everything is still cleaned up. */
   signal?: AbortSignal;
@@ -78,6 +80,7 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
     await freePort(),
     stateDir,
     options.plant === "listing-off" ? "--listing-index off" : "",
+    options.serverLogPath,
   );
   const history = new HistoryWriter(options.historyPath);
   const namespace = "torture";

@@ -13,8 +13,13 @@
  * - Every start after the first adds `restartArgs` to the command (the planted fault of
  *   `--plant listing-off`: the server comes back with `--listing-index off`).
  *
+ * - With a `logPath`, every line the server prints is appended there, each prefixed with the
+ *   wall-clock ms it arrived at and the start it came from (`<ms> #<start> <line>`), so a
+ *   verdict can be laid beside what the server did across restarts.
+ *
  * Does not: remove the state directory (the caller owns it).
  */
+import { appendFileSync } from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { groupGone, startCommand } from "../e2e/server.ts";
 
@@ -31,6 +36,8 @@ export class ServerProcess {
     readonly stateDir: string,
     /** Added to the serving command of every start but the first. */
     private readonly restartArgs = "",
+    /** Where to append the server's output, all starts together (none: kept only in memory). */
+    private readonly logPath?: string,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -92,7 +99,12 @@ export class ServerProcess {
   }
 
   private keep(data: Buffer): void {
-    this.output = (this.output + data.toString()).slice(-8_192);
+    const text = data.toString();
+    this.output = (this.output + text).slice(-8_192);
+    if (this.logPath === undefined) return;
+    const atMs = Date.now();
+    const lines = text.split("\n").filter((line) => line !== "");
+    appendFileSync(this.logPath, lines.map((line) => `${atMs} #${this.starts} ${line}\n`).join(""));
   }
 
   private signal(signal: NodeJS.Signals): void {

@@ -2,7 +2,7 @@
  * Checker: a bound claim is let go once its owner's lease epoch ends (docs/protocol.md#sessions)
  * — the other side of mutual exclusion: held no longer than the epoch lasts. The epoch had
  * certainly ended by its `endedByMs` (lease-epochs.ts: an answer showing it over, or its last
- * possible deadline plus the restart slack for every crash in between).
+ * possible deadline, the restart rule's extensions included).
  *
  * Violations, for a record bound to epoch E of generation G that is still held:
  * - **refused past the end**: a contending acquire (another generation) asked after E had
@@ -10,11 +10,15 @@
  *   record. Past its learned deadline a contending acquire asks G before deciding, and G
  *   answers that E is over: the claim must expire and be granted.
  * - **held past the end**: an answer (any claim route, the listing judge's `GET`) asked more
- *   than {@link RELEASE_BOUND_MS} after E had ended — and after the server last came back
- *   from a crash or a pause — still shows it. G delivers the end of E to every claim E bound
- *   after the commit that ended it (its alarm ends a lease nobody kept, and resumes what is
- *   owed after a restart), retrying until acknowledged: a claim nobody contends must hear it
- *   within that bound.
+ *   than {@link RELEASE_BOUND_MS} after G committed the end of E — and after the server last
+ *   came back from a crash or a pause — still shows it. G delivers the end of E to every
+ *   claim E bound right after the commit that ended it, retrying until acknowledged (and
+ *   resumes what is owed after a restart): a claim nobody contends must hear it within that
+ *   bound. The commit came by the first answer showing E over (a `lease/end`, a final state,
+ *   a `GET` or keepalive past the deadline — lazy expiry commits the end before answering —,
+ *   a channel's `ended`, a later epoch); a lapse nobody asked about is noticed only by G's alarm, up to
+ *   two notice ttls past the deadline (lease-epochs.ts `committedByMs`, from
+ *   src/core/generation-lease.ts `noticeAtMs`).
  *
  * Does not: judge records it cannot date (a watch message says when it arrived, not until
  * when its record stayed current), nor a bound claim whose epoch no answer bounds.
@@ -26,9 +30,9 @@ import { CLOCK_SLACK_MS, claimObservations, claimOps, type Violation, type WireC
 const CHECKER = "bound-release";
 
 /**
- * How long after its epoch ended a bound claim nobody contends may still show it: the end is
- * committed by the generation's alarm at the deadline, then delivered at once; a failed
- * delivery is retried after 250 ms, doubling (durable/delivery-retry.ts).
+ * How long after the commit that ended its epoch a bound claim nobody contends may still
+ * show it: the end is delivered at once after the commit; a failed delivery is retried after
+ * 250 ms, doubling (durable/delivery-retry.ts).
  */
 export const RELEASE_BOUND_MS = 5_000;
 
@@ -90,14 +94,14 @@ export function checkBoundRelease(history: readonly HistoryEntry[]): BoundReleas
   for (const { record, askedMs, source } of answers) {
     const hold = boundHold(record);
     if (hold === undefined) continue;
-    const { endedByMs } = epochs.bounds(hold.generation, hold.epoch);
+    const { endedByMs, committedByMs } = epochs.bounds(hold.generation, hold.epoch);
     if (!Number.isFinite(endedByMs) || askedMs <= endedByMs) continue;
     judged++;
-    const dueMs = Math.max(endedByMs, recoveredBefore(askedMs)) + RELEASE_BOUND_MS;
+    const dueMs = Math.max(committedByMs, recoveredBefore(askedMs)) + RELEASE_BOUND_MS;
     if (askedMs > dueMs) {
       violations.push({
         checker: CHECKER,
-        message: `${record.name}: token ${record.fencingToken} still bound to ${hold.generation}'s epoch ${hold.epoch} at version ${record.version} when asked at ${askedMs}; the epoch had ended by ${endedByMs} (${source})`,
+        message: `${record.name}: token ${record.fencingToken} still bound to ${hold.generation}'s epoch ${hold.epoch} at version ${record.version} when asked at ${askedMs}; the epoch had ended by ${endedByMs}, its end committed by ${committedByMs} (${source})`,
       });
     }
   }

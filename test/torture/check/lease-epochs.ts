@@ -12,8 +12,9 @@
  * and the deadline a bound claim learned from its generation — cut at the first request
  * that may have ended it early: a `lease/end`, or a move to `retired` or `failed`, answered
  * or not, unless an answer asked after that request completed still showed the epoch live.
- * The server never serves a deadline earlier than one it answered, restarts included
- * (docs/generations.md "The lease after a restart"), so the epoch was live through it.
+ * The server never serves a deadline earlier than one it answered, restarts included (a fresh
+ * instance serves at least its first read's time + the ttl of every promise it did not
+ * write: docs/generations.md "The lease after a restart"), so the epoch was live through it.
  *
  * **Ended by** (the upper bound, `endedByMs`): the first answer that showed a later epoch, or
  * this one without a lease (`leaseExpiresAtMs` 0, a channel's `ended`); or else the latest
@@ -21,12 +22,26 @@
  * opening or ping that may have applied to it (an unanswered one until the next crash or
  * {@link UNKNOWN_WINDOW_MS}, a ping until its pong — its channel's close is no bound: a
  * ping the client sent may still reach a paused server later) extended by its
- * ttl, as long as it was asked before the deadline so far — plus the restart slack for every
- * crash from the epoch's earliest start to that deadline, and once more for an eviction (the
- * runtime may restart an idle object at any time, no crash needed): after a restart the
- * generation serves its persisted horizon, up to two ttls past the deadlines answered (a
- * channel's horizon runs one ttl further, for the pings it expects before its next alarm:
- * three).
+ * ttl, as long as it was asked before the deadline so far — extended by the restart rule
+ * (docs/generations.md "The lease after a restart"): a fresh instance (after a crash, or an eviction the
+ * runtime may impose at any time) serves at least its first read's time `L` + the ttl of the
+ * promises the row holds unwritten (at most the longest ttl asked, `T`), and writes that, so a
+ * later fresh instance extends only by promises made after it. `L` is at most when the alarm
+ * fires, and while a promise is unwritten the alarm is armed at most at `noticeAtMs(deadline,
+ * T)` (src/core/generation-lease.ts: two ttls past it; the instance that answered the promise
+ * knows its ttl), run up to {@link ALARM_LATENESS_MS} and a pause late. So, with `c` the
+ * deadline so far and `A(c)` that alarm's latest run:
+ * - per crash at or before `A(c)` (later, the alarm had ended the epoch), with the server back
+ *   at `R` (it runs overdue alarms at once): `max(R + lateness, A(c)) + T`; an eviction's fold
+ *   before the crash came before it, so it adds at most up to the crash's time + `T`;
+ * - for an eviction: `A(c + T) + T`, and again only after an extender this did not cover yet
+ *   (a later fold needs a promise made after the one before it) — after a crash, only one
+ *   asked after the crash (the crash's fold wrote the older promises).
+ *
+ * **Committed by** (`committedByMs`): the end was committed — and its delivery to the claims
+ * the epoch bound begun — by the first answer showing it over (lazy expiry commits before
+ * answering), or else by the alarm's notice of the lapse: up to two notice ttls past "ended
+ * by" (anyone who asks sees the exact deadline; only the unasked notice waits).
  *
  * Times: deadlines are the server's clock, request times the client's; both read the same
  * machine clock, and a request's instant is taken {@link CLOCK_SLACK_MS} early.
@@ -35,6 +50,8 @@
  * check's lease views do); know epochs nobody saw (their bounds are −∞ and +∞, or what a
  * later epoch's first answer implies).
  */
+import { noticeAtMs } from "../../../src/core/generation-lease.ts";
+import { DEFAULT_LEASE_CHANNEL_TTL_MS } from "../../../src/protocol/generations.ts";
 import type { ChannelEntry, HistoryEntry, OpEntry } from "../history.ts";
 import { crashes } from "./durability.ts";
 import { CLOCK_SLACK_MS, UNKNOWN_WINDOW_MS, claimObservations } from "./observations.ts";
@@ -47,6 +64,12 @@ export interface EpochBounds {
   endedByMs: number;
   /** When the first answer showing the epoch over completed (Infinity: none did). */
   seenOverMs: number;
+  /**
+   * The generation had committed the epoch's end — and begun delivering it to the claims it
+   * bound — by this instant, unless a crash cut in: the first answer showing it over, else
+   * its alarm's notice of the lapse (Infinity: nothing says).
+   */
+  committedByMs: number;
 }
 
 /** A deadline an answer gave an epoch; `askedMs` −Infinity when the answer cannot date when it was live. */
@@ -79,11 +102,18 @@ interface GenerationFacts {
   /** Every epoch up to `epoch` had ended by `byMs`. */
   endedThrough: { epoch: bigint; byMs: number }[];
   extenders: Extender[];
-  /** The restart slack: two HTTP ttls, or three channel ttls, the longest asked. */
-  slackMs: number;
-  /** The longest ttl any keepalive or channel of the generation asked for. */
+  /** The longest ttl any keepalive or channel of the generation asked for (a channel without one: the default). */
   ttlMs: number;
 }
+
+/**
+ * How late (ms) the local runtime may run an alarm past its time, taken generously: an
+ * overdue alarm runs at once after a restart, and a loaded 2-core machine delays it.
+ */
+export const ALARM_LATENESS_MS = 2_000;
+
+/** How long the local runtime leaves an object idle before it may evict it. */
+export const EVICTION_IDLE_MS = 10_000;
 
 const FINAL_STATES: ReadonlySet<string> = new Set(["retired", "failed"]);
 
@@ -107,16 +137,21 @@ export class LeaseEpochs {
   private readonly memo = new Map<string, EpochBounds>();
   private readonly indexes = new Map<string, Indexed>();
 
+  /**
+   * @param crashList the history's crashes, each with when the server was back (Infinity: never)
+   * @param longestPauseMs the longest pause of the history: an alarm due while paused fires at the resume
+   */
   constructor(
     private readonly facts: ReadonlyMap<string, GenerationFacts>,
-    private readonly crashTimes: readonly number[],
+    private readonly crashList: readonly { crashAtMs: number; restartAtMs: number }[],
+    private readonly longestPauseMs: number,
   ) {}
 
   /** The bounds of `generation`'s epoch `epoch` (a negative epoch is one nobody knows: unbounded). */
   bounds(generation: string, epoch: bigint): EpochBounds {
     const index = this.index(generation);
     if (index === undefined || epoch < 1n)
-      return { liveThroughMs: -Infinity, endedByMs: Infinity, seenOverMs: Infinity };
+      return { liveThroughMs: -Infinity, endedByMs: Infinity, seenOverMs: Infinity, committedByMs: Infinity };
     const key = `${generation}@${epoch}`;
     const known = this.memo.get(key);
     if (known !== undefined) return known;
@@ -176,6 +211,11 @@ export class LeaseEpochs {
   /** The longest ttl any keepalive or channel of `generation` asked for (0: none). */
   maxTtlMs(generation: string): number {
     return this.facts.get(generation)?.ttlMs ?? 0;
+  }
+
+  /** When an alarm due at `dueMs` (or a call the server owes then) has run at the latest. */
+  private late(dueMs: number): number {
+    return dueMs + ALARM_LATENESS_MS + this.longestPauseMs;
   }
 
   private index(generation: string): Indexed | undefined {
@@ -238,9 +278,31 @@ export class LeaseEpochs {
       else hi = mid;
     }
     const seenOverMs = lo < index.ended.length ? index.endedMinFrom[lo]! : Infinity;
-    let endedByMs = seenOverMs;
-    if (maxDeadline > -Infinity) endedByMs = Math.min(endedByMs, this.chain(index, epoch, maxDeadline, startLo));
-    return { liveThroughMs, endedByMs, seenOverMs };
+    const lapsedByMs = maxDeadline > -Infinity ? this.chain(index, epoch, maxDeadline, startLo) : Infinity;
+    const endedByMs = Math.min(seenOverMs, lapsedByMs);
+    const committedByMs = Math.min(seenOverMs, this.noticedBy(index, lapsedByMs, startLo));
+    return { liveThroughMs, endedByMs, seenOverMs, committedByMs };
+  }
+
+  /**
+   * By when the alarm has noticed a lapse at `deadlineMs`: it is armed at
+   * `noticeAtMs(deadline, ttl)` (src/core/generation-lease.ts) with the longest ttl the
+   * instance knows (at most the longest asked, `T`), or with the channel default when it knows
+   * none. An instance knows none only when its first read found no promise unwritten and it
+   * answered no keepalive and holds no channel; its alarm re-arms a live lease — by that
+   * default — only after a fold moved the deadline past the alarm and a fresh instance came
+   * before the alarm: after a crash, or after an eviction, which takes
+   * {@link EVICTION_IDLE_MS} idle, more than the ttl unless the ttl is longer. So `T` unless a
+   * crash came since the epoch may have begun or `T` is longer than that idle time (or
+   * unknown): then the longer of `T` and the default.
+   */
+  private noticedBy(index: Indexed, deadlineMs: number, startLo: number): number {
+    const ttlMs = index.facts.ttlMs;
+    const safeTtlMs = Math.max(ttlMs, DEFAULT_LEASE_CHANNEL_TTL_MS);
+    const latestMs = this.late(noticeAtMs(deadlineMs, safeTtlMs));
+    const crashed = this.crashList.some((k) => k.crashAtMs >= startLo && k.crashAtMs <= latestMs);
+    if (crashed || ttlMs === 0 || ttlMs > EVICTION_IDLE_MS) return latestMs;
+    return this.late(noticeAtMs(deadlineMs, ttlMs));
   }
 
   /** The latest deadline the epoch may have reached from `deadlineMs` (see "ended by" in the module comment). */
@@ -248,35 +310,53 @@ export class LeaseEpochs {
     const extenders = [...(index.extenders.get(epoch) ?? []), ...index.unknownExtenders].sort(
       (a, b) => a.askedMs - b.askedMs,
     );
-    const restarts = this.crashTimes.filter((k) => k >= startLo);
+    const ttlMs = index.facts.ttlMs;
+    // While a promise is unwritten the alarm is armed by its ttl (the instance that answered it knows it).
+    const noticeBy = (c: number): number => this.late(noticeAtMs(c, ttlMs));
+    // A fresh instance's first read is at most when the alarm fires: it serves that + the ttl.
+    const evicted = (c: number): number => noticeBy(c + ttlMs) + ttlMs;
+    const restarts = this.crashList.filter((k) => k.crashAtMs >= startLo);
     let c = deadlineMs;
     let next = 0;
     let crash = 0;
-    let eviction = 1;
+    // An eviction's fold may extend: a promise it did not cover yet may be unwritten.
+    let promised = true;
     for (;;) {
       while (next < extenders.length && extenders[next]!.askedMs <= c) {
         const x = extenders[next++]!;
         c = Math.max(c, x.appliedByMs + x.ttlMs);
+        promised = true;
       }
-      // A restart serves the horizon: a crash in reach, else the one eviction that may come at any time.
-      if (crash < restarts.length && restarts[crash]! <= c) crash++;
-      else if (eviction > 0) eviction--;
-      else return c;
-      c += index.facts.slackMs;
+      const k = restarts[crash];
+      if (k !== undefined && k.crashAtMs <= noticeBy(c)) {
+        crash++;
+        // Folds of evictions before the crash read the row before it.
+        if (promised) c = Math.max(c, Math.min(evicted(c), k.crashAtMs + ttlMs));
+        // Back at R, the server runs the overdue alarm at once: the first read is by then, or the alarm's time.
+        c = Math.max(c, Math.max(this.late(k.restartAtMs), noticeBy(c)) + ttlMs);
+        // The crash's fold wrote the older promises: only one asked after it is left.
+        promised = extenders.slice(0, next).some((x) => x.askedMs > k.crashAtMs);
+      } else if (promised) {
+        c = evicted(c);
+        promised = false;
+      } else {
+        return c;
+      }
     }
   }
 }
 
 /** Collect what `history` says of every generation's lease (see the module comment). */
 export function leaseEpochs(history: readonly HistoryEntry[]): LeaseEpochs {
-  const crashTimes = crashes(history).map((c) => c.crashAtMs);
+  const crashList = crashes(history);
+  const crashTimes = crashList.map((c) => c.crashAtMs);
   const nextCrash = (t: number): number => crashTimes.find((c) => c > t) ?? Infinity;
   const appliedBy = (askedMs: number): number => Math.min(nextCrash(askedMs), askedMs + UNKNOWN_WINDOW_MS);
   const facts = new Map<string, GenerationFacts>();
   const of = (id: string): GenerationFacts => {
     let f = facts.get(id);
     if (f === undefined) {
-      f = { deadlines: [], ends: [], endedThrough: [], extenders: [], slackMs: 0, ttlMs: 0 };
+      f = { deadlines: [], ends: [], endedThrough: [], extenders: [], ttlMs: 0 };
       facts.set(id, f);
     }
     return f;
@@ -304,7 +384,6 @@ export function leaseEpochs(history: readonly HistoryEntry[]): LeaseEpochs {
     if (entry.route === "keepaliveGeneration") {
       const f = of(entry.target);
       const ttlMs = (entry.request as { ttlMs: number }).ttlMs;
-      f.slackMs = Math.max(f.slackMs, 2 * ttlMs);
       f.ttlMs = Math.max(f.ttlMs, ttlMs);
       if (o.type === "ok" && record !== undefined) {
         const epoch = BigInt(record.leaseEpoch);
@@ -342,7 +421,7 @@ export function leaseEpochs(history: readonly HistoryEntry[]): LeaseEpochs {
 
   for (const conn of channels(history)) learnChannel(of(conn.generation), conn, learn, appliedBy);
 
-  return new LeaseEpochs(facts, crashTimes);
+  return new LeaseEpochs(facts, crashList, longestPause(history));
 }
 
 interface LeaseFields {
@@ -383,7 +462,20 @@ function channels(history: readonly HistoryEntry[]): Channel[] {
 }
 
 function channelOf(e: ChannelEntry): Channel {
-  return { generation: e.generation, openMs: e.atMs, ttlMs: e.ttlMs ?? 0, pings: [], messages: [] };
+  const ttlMs = e.ttlMs ?? DEFAULT_LEASE_CHANNEL_TTL_MS;
+  return { generation: e.generation, openMs: e.atMs, ttlMs, pings: [], messages: [] };
+}
+
+/** The longest pause (SIGSTOP to SIGCONT) of a history (0: none). */
+function longestPause(history: readonly HistoryEntry[]): number {
+  let longest = 0;
+  let pausedAtMs: number | undefined;
+  for (const e of history) {
+    if (e.t !== "fault") continue;
+    if (e.kind === "pause") pausedAtMs = e.atMs;
+    if (e.kind === "resume" && pausedAtMs !== undefined) longest = Math.max(longest, e.atMs - pausedAtMs);
+  }
+  return longest;
 }
 
 /**
@@ -397,7 +489,6 @@ function learnChannel(
   learn: (id: string, record: LeaseFields, askedMs: number, doneMs: number) => void,
   appliedBy: (askedMs: number) => number,
 ): void {
-  f.slackMs = Math.max(f.slackMs, 3 * c.ttlMs);
   f.ttlMs = Math.max(f.ttlMs, c.ttlMs);
   let epoch: bigint | undefined;
   let heldMs = -Infinity;

@@ -15,8 +15,8 @@
  *   any epoch), or not live unless it certainly held a live lease throughout the window.
  * - The end of a bound hold's epoch may be delivered only after the instant E was live through.
  * - A wildcard bind's learned deadline is not known: it lies from the window's start to
- *   {@link DEADLINE_REACH_TTLS} of the generation's longest ttl past its end (a live lease's
- *   deadline is at most a ttl ahead, plus the restart slack), and both ends are tried.
+ *   {@link DEADLINE_REACH_TTLS} of the generation's longest ttl past its end, and both ends
+ *   are tried.
  *
  * Does not: bound when a live view may have been answered (a view is taken before the
  * decision and may be stale: the server allows it).
@@ -30,8 +30,13 @@ import type { LeaseEpochs } from "./lease-epochs.ts";
 /** The views of a decision that asks no generation. */
 const ONLY_NO_VIEWS: readonly LeaseViews[] = [NO_LEASE_VIEWS];
 
-/** A live lease's deadline lies at most this many of its longest ttls past the instant it was seen. */
-export const DEADLINE_REACH_TTLS = 4;
+/**
+ * A live lease's deadline lies at most this many of its longest ttls past the instant it was
+ * seen: every deadline the generation serves is an instant it had already reached + a ttl — a
+ * keepalive's answer, a channel ping's time, or a fresh instance's first read after a restart
+ * (the restart rule, docs/generations.md "The lease after a restart") — so none is more than a ttl ahead.
+ */
+export const DEADLINE_REACH_TTLS = 1;
 
 /** The epoch a lease view names when no answer says which (negative: matches any). */
 export const WILDCARD_EPOCH = -1n;

@@ -16,9 +16,10 @@
  * at the first `lease/end` (or final state) that may have ended it (lease-epochs.ts
  * `liveThroughMs`). Judged against that bound, the rules above become, for the held record
  * just before an expiry that was bound: the `expired` event's time, and the next holder's
- * `acquiredAtMs`, must be after it. The later end the restart slack allows is no entitlement
- * (a holder may rely on nothing past its deadline) — it bounds how long the claim may stay
- * held, which bound-release.ts judges. An acquisition after an expired hold that was not
+ * `acquiredAtMs`, must be after it. The later end the restart rule allows (a fresh instance
+ * serves at least its first read's time + the ttl) is no entitlement (a holder may rely on
+ * nothing past its deadline) — it bounds how long the claim may stay held, which
+ * bound-release.ts judges. An acquisition after an expired hold that was not
  * observed is unjudged when that hold may have been bound (a bound acquire or commit by
  * its owner was answered or left unanswered before the acquisition): then its entitlement
  * is unknown.
@@ -27,7 +28,8 @@
  * that completed before the instant that epoch was live through (lease-epochs.ts): a
  * keepalive, a restart or anything else ended it before a deadline the server had answered,
  * with no `lease/end` (or final state) that may have ended it. The server keeps every
- * deadline it answered, restarts included (docs/generations.md "The lease after a restart").
+ * deadline it answered, restarts included: a fresh instance serves at least its first read's
+ * time + the ttl of every promise it did not write (docs/generations.md "The lease after a restart").
  *
  * Coord — violation: lease B granted (at its grant's `expiresAtMs − ttlMs`, the server's
  * own instant) while an earlier lease A of the same scope was entitled to it: the last

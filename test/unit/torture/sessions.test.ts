@@ -5,8 +5,10 @@
  * with a clean history and a planted violation.
  */
 import { describe, expect, it } from "vitest";
-import { checkBoundRelease } from "../../torture/check/bound-release.ts";
-import { leaseEpochs } from "../../torture/check/lease-epochs.ts";
+import { noticeAtMs } from "../../../src/core/generation-lease.ts";
+import { DEFAULT_LEASE_CHANNEL_TTL_MS } from "../../../src/protocol/generations.ts";
+import { RELEASE_BOUND_MS, checkBoundRelease } from "../../torture/check/bound-release.ts";
+import { ALARM_LATENESS_MS, leaseEpochs } from "../../torture/check/lease-epochs.ts";
 import { checkLinearizability } from "../../torture/check/linearizability.ts";
 import { checkMutualExclusion } from "../../torture/check/mutual-exclusion.ts";
 import type { ChannelEntry } from "../../torture/history.ts";
@@ -85,23 +87,51 @@ describe("lease epochs: what the history proves of an epoch's end", () => {
   it("live through the latest answered deadline, cut by a lease/end that may have ended it", () => {
     const history = [keepalive("g", 0, 1000, "1"), keepalive("g", 300, 1000, "1")];
     // Ended by the last keepalive's latest possible deadline (answered by 305, plus its ttl),
-    // plus the slack of one eviction, which the runtime may impose at any time (two ttls).
+    // plus one eviction's fold, which the runtime may impose at any time: its first read is
+    // at most the alarm (two ttls past the deadline, run late), and it serves that + the ttl.
+    const endedByMs = noticeAtMs(1305 + 1000, 1000) + ALARM_LATENESS_MS + 1000;
     expect(leaseEpochs(history).bounds("g", 1n)).toEqual({
       liveThroughMs: 1300,
-      endedByMs: 1305 + 2 * 1000,
+      endedByMs,
       seenOverMs: Infinity,
+      // Nobody asked: the alarm notices the lapse two ttls later, run late.
+      committedByMs: noticeAtMs(endedByMs, 1000) + ALARM_LATENESS_MS,
     });
     const ended = leaseEpochs([...history, endLease("g", 500, "1")]).bounds("g", 1n);
-    expect(ended).toEqual({ liveThroughMs: 490, endedByMs: 505, seenOverMs: 505 });
+    expect(ended).toEqual({ liveThroughMs: 490, endedByMs: 505, seenOverMs: 505, committedByMs: 505 });
     // A keepalive asked after that end completed, still answering epoch 1: the end was not of epoch 1.
     const later = leaseEpochs([endLease("g", 500, "1"), keepalive("g", 600, 1000, "1")]).bounds("g", 1n);
     expect(later.liveThroughMs).toBe(1600);
   });
 
-  it("a crash while the epoch is live adds the restart slack to when it had certainly ended", () => {
+  it("a crash while the epoch is live: the fresh instance serves its first read + the ttl", () => {
     const history = [keepalive("g", 0, 1000, "1"), fault("crash", 500), fault("restart", 600)];
-    // The crash's slack and an eviction's.
-    expect(leaseEpochs(history).bounds("g", 1n)).toMatchObject({ liveThroughMs: 1000, endedByMs: 1005 + 4 * 1000 });
+    // An eviction's fold before the crash reaches 1500 at most; back at 600, the server reads
+    // the row by the alarm at the latest (two ttls past 1500), and serves that + the ttl.
+    const endedByMs = noticeAtMs(1500, 1000) + ALARM_LATENESS_MS + 1000;
+    // After a crash the alarm may know no ttl: it notices by the channel default's two ttls.
+    const committedByMs = noticeAtMs(endedByMs, DEFAULT_LEASE_CHANNEL_TTL_MS) + ALARM_LATENESS_MS;
+    expect(leaseEpochs(history).bounds("g", 1n)).toMatchObject({ liveThroughMs: 1000, endedByMs, committedByMs });
+    // Back long after the deadline: the first read is the restart's, run late.
+    const late = [keepalive("g", 0, 1000, "1"), fault("crash", 500), fault("restart", 20_000)];
+    expect(leaseEpochs(late).bounds("g", 1n).endedByMs).toBe(20_000 + ALARM_LATENESS_MS + 1000);
+  });
+
+  it("an eviction extends once, and again only after a keepalive that extension did not cover", () => {
+    const first = [keepalive("g", 0, 1000, "1")];
+    const onceMs = noticeAtMs(1005 + 1000, 1000) + ALARM_LATENESS_MS + 1000;
+    expect(leaseEpochs(first).bounds("g", 1n).endedByMs).toBe(onceMs);
+    // A keepalive answered within that reach (after a fold revived the lease) is a new promise
+    // (it reaches its completion, 5 ms after its deadline's instant, + the ttl).
+    const again = [...first, keepalive("g", onceMs - 1000, 1000, "1")];
+    expect(leaseEpochs(again).bounds("g", 1n).endedByMs).toBe(
+      noticeAtMs(onceMs + 5 + 1000, 1000) + ALARM_LATENESS_MS + 1000,
+    );
+  });
+
+  it("a channel opened without a ttl has the default one", () => {
+    const open: ChannelEntry = { t: "channel", generation: "g", conn: 1, atMs: 0, kind: "open" };
+    expect(leaseEpochs([open]).maxTtlMs("g")).toBe(DEFAULT_LEASE_CHANNEL_TTL_MS);
   });
 
   it("a counted pong extends the epoch; one that came after the deadline held does not", () => {
@@ -184,21 +214,65 @@ describe("bound claims are let go once their epoch ended", () => {
   const contend = (at: number) =>
     op("acquire", "c", acquireTtl("g2", `x${at}`), at, at + 5, refused("claim_held", 409, { claim: hold }));
 
+  const bounds = (history: Parameters<typeof checkBoundRelease>[0]) => leaseEpochs(history).bounds("g1", 1n);
+
   it("accepts a bound claim held until its epoch may have ended, and a little after", () => {
     expect(checkBoundRelease([...base, read(900), contend(950), read(5_000)]).violations).toEqual([]);
-    // A crash keeps the epoch up to two ttls longer.
+    // A crash keeps the epoch until the fresh instance's first read + the ttl.
     const crashed = [...base, fault("crash", 500), fault("restart", 700), contend(2_500), read(7_500)];
     expect(checkBoundRelease(crashed).violations).toEqual([]);
   });
 
-  it("reports a contender refused after the epoch ended, and a claim never told (planted)", () => {
-    // The epoch ended by 1005 + an eviction's slack: 3005.
-    const { violations } = checkBoundRelease([...base, contend(3_100), read(8_100)]);
+  it("a lapse nobody asked about is noticed up to two ttls late: held that long is no violation", () => {
+    const { endedByMs, committedByMs } = bounds(base);
+    expect(committedByMs).toBe(noticeAtMs(endedByMs, 1000) + ALARM_LATENESS_MS);
+    const withinMs = committedByMs + RELEASE_BOUND_MS;
+    expect(checkBoundRelease([...base, read(endedByMs + 2 * 1000), read(withinMs)]).violations).toEqual([]);
+    // Later than that it is (planted).
+    const { violations } = checkBoundRelease([...base, read(withinMs + 100)]);
     expect(violations.map((v) => v.message)).toEqual([
       expect.stringMatching(
-        /acquire by g2 asked at 3100 refused claim_held by token 1 bound to g1's epoch 1, which had ended by 3005/,
+        new RegExp(
+          `asked at ${withinMs + 100}; the epoch had ended by ${endedByMs}, its end committed by ${committedByMs}`,
+        ),
       ),
-      expect.stringMatching(/token 1 still bound to g1's epoch 1 .* asked at 8100; the epoch had ended by 3005/),
+    ]);
+  });
+
+  it("a GET that saw the lapse committed it: the claim hears the end within the release bound", () => {
+    const seen = op("getGeneration", "g1", undefined, 1100, 1110, ok(gen("g1", "1", 0)));
+    expect(bounds([...base, seen]).committedByMs).toBe(1110);
+    expect(checkBoundRelease([...base, seen, read(1110 + RELEASE_BOUND_MS)]).violations).toEqual([]);
+    const { violations } = checkBoundRelease([...base, seen, read(1110 + RELEASE_BOUND_MS + 100)]);
+    expect(violations).toHaveLength(1);
+  });
+
+  it("a restart extends the epoch to the server's return + the ttl, no further (planted)", () => {
+    const restarted = [...base, fault("crash", 500), fault("restart", 20_000)];
+    const extendedMs = 20_000 + ALARM_LATENESS_MS + 1000;
+    expect(bounds(restarted).endedByMs).toBe(extendedMs);
+    expect(checkBoundRelease([...restarted, contend(extendedMs - 100)]).violations).toEqual([]);
+    const { violations } = checkBoundRelease([...restarted, contend(extendedMs + 100)]);
+    expect(violations.map((v) => v.message)).toEqual([
+      expect.stringMatching(
+        new RegExp(`asked at ${extendedMs + 100} refused claim_held .* which had ended by ${extendedMs}`),
+      ),
+    ]);
+  });
+
+  it("reports a contender refused after the epoch ended, and a claim never told (planted)", () => {
+    const { endedByMs, committedByMs } = bounds(base);
+    const lateRead = committedByMs + RELEASE_BOUND_MS + 100;
+    const { violations } = checkBoundRelease([...base, contend(endedByMs + 100), read(lateRead)]);
+    expect(violations.map((v) => v.message)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `acquire by g2 asked at ${endedByMs + 100} refused claim_held by token 1 bound to g1's epoch 1, which had ended by ${endedByMs}`,
+        ),
+      ),
+      expect.stringMatching(
+        new RegExp(`token 1 still bound to g1's epoch 1 .* asked at ${lateRead}; the epoch had ended by ${endedByMs}`),
+      ),
     ]);
   });
 });
