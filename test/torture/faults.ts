@@ -37,6 +37,7 @@
  * included, is the same with session crashes or without); the server is running and not
  * paused, and the clients' gate open, when `run` resolves.
  */
+import { noticeAtMs } from "../../src/core/generation-lease.ts";
 import { RELEASE_BOUND_MS } from "./check/bound-release.ts";
 import type { HeldForCrash } from "./crash-setup.ts";
 import type { FaultEntry, HistoryWriter } from "./history.ts";
@@ -178,14 +179,16 @@ async function lapseCrash(options: FaultOptions, lapse: LapseOptions, counts: Fa
       `crash ${counts.crashes}: ${label}, ttl ${ttlMs} ms, restarted ${restartAtMs - held.lastDeadlineMs} ms after the last deadline`,
     );
     // Claims bound to a session lease hear its end after the restart: from storage, at once if
-    // it was ended before the kill, else when the lease runs out (at most two ttls past its deadline).
+    // it was ended before the kill; else the first read after the restart (at the latest the
+    // alarm that notices the lapse) keeps the lease a ttl more (docs/generations.md "The lease
+    // after a restart"), and the alarm notices that end up to two ttls later.
     const bound = held.bound;
     const boundEndedByMs =
       bound === undefined
         ? 0
         : endBound !== undefined
           ? restartAtMs
-          : Math.max(restartAtMs, bound.deadlineMs + 2 * bound.ttlMs);
+          : noticeAtMs(Math.max(restartAtMs, noticeAtMs(bound.deadlineMs, bound.ttlMs)) + bound.ttlMs, bound.ttlMs);
     const boundFreeAtMs = bound === undefined ? 0 : boundEndedByMs + RELEASE_BOUND_MS + LAPSE_SLACK_MS;
     await lapse.judge({
       label,
