@@ -8,7 +8,6 @@
  * Does not: measure or project anything itself.
  */
 import { PRICES, SECONDS_PER_MONTH } from "./scale-model.mjs";
-import { LEASE_NOTICE_TTLS } from "../src/core/generation-lease.ts";
 
 const round = (/** @type {number} */ x) => Math.round(x * 10) / 10;
 
@@ -21,7 +20,7 @@ const round = (/** @type {number} */ x) => Math.round(x * 10) / 10;
  */
 export function reportSessions(r, today) {
   console.log(
-    `\n## sessions: ${r.G * r.C} bound claims under ${r.G} generations (ttl ${r.ttlMs / 1000} s, keepalive every ${r.keepaliveMs / 1000} s)`,
+    `\n## sessions: ${r.G * r.C} bound claims under ${r.G} generations (ttl ${r.ttlMs / 1000} s, keepalive every ${r.keepaliveMs / 1000} s, LEASE_NOTICE_TTLS ${r.noticeTtls})`,
   );
   console.log(
     "| phase | s | Worker req | Worker req/s | WS msgs in | object req | object req/s | claim-object req | rows written | alarm writes | busiest object (req/s) |",
@@ -65,7 +64,7 @@ export function reportSessions(r, today) {
     `\nsteady, per keepalive: channel ${r.keepalives.channel} pings (${r.pongsChannel} pongs over the phase and the switch), ${r.perKeepalive.channel.rows.toFixed(3)} SQL rows + ${r.perKeepalive.channel.alarmWrites.toFixed(3)} alarm writes; HTTP ${r.keepalives.http} keepalives, ${r.perKeepalive.http.rows.toFixed(3)} SQL rows + ${r.perKeepalive.http.alarmWrites.toFixed(3)} alarm writes. Generation objects in the channel's steady state: ${wokeOnPing?.requests ?? 0} requests, ${wokeOnPing?.alarms ?? 0} alarms.`,
   );
   console.log(
-    `a lease ending (lease/end, ${r.C} claims, ${r.endedGenerations} times): the last of ${r.C} watchers heard expired after ${r.expiryToWatchersMs.join(", ")} ms; a lease lapsing (no keepalive, channel closed): watchers heard expired from ${r.lapseFirstMs} to ${r.lapseToWatchersMs} ms after its deadline (the last ping's send time + ttl: the deadline is no earlier; the alarm notices a lapse up to ${(LEASE_NOTICE_TTLS * r.ttlMs) / 1000} s after it)`,
+    `a lease ending (lease/end, ${r.C} claims, ${r.endedGenerations} times): the last of ${r.C} watchers heard expired after ${r.expiryToWatchersMs.join(", ")} ms; a lease lapsing (no keepalive, channel closed): watchers heard expired from ${r.lapseFirstMs} to ${r.lapseToWatchersMs} ms after its deadline (the last ping's send time + ttl: the deadline is no earlier; the alarm notices a lapse ${r.noticeTtls === 0 ? "at the deadline" : `up to ${(r.noticeTtls * r.ttlMs) / 1000} s after it`})`,
   );
   console.log(
     `hand-over of ${r.G * r.C} claims in ${r.handoffS.toFixed(1)} s; projected to ${r.target.claims} in ${r.target.handoffS} s over ${r.target.shards} shards: busiest ${r.handoffP.busiestKind} ${r.handoffP.busiestReqPerS.toFixed(1)} req/s`,
@@ -101,6 +100,7 @@ export function reportSessions(r, today) {
   return {
     boundClaims: r.G * r.C,
     generations: r.G,
+    leaseNoticeTtls: r.noticeTtls,
     keepalives: r.keepalives.channel,
     rowsWrittenPerKeepalive: Math.round(r.perKeepalive.channel.rows * 1000) / 1000,
     alarmWritesPerKeepalive: Math.round(r.perKeepalive.channel.alarmWrites * 1000) / 1000,

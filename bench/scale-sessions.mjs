@@ -18,8 +18,8 @@
  *   until the last watcher hears `expired`;
  * - `sessions-lapse`: another generation stops pinging and closes its channel: the time from
  *   its deadline (at the latest its last ping's send time + ttl) to the last `expired` (the
- *   generation's alarm notices a lapse up to two ttls after the deadline:
- *   src/core/generation-lease.ts `noticeAtMs`).
+ *   generation's alarm notices a lapse at the deadline, or `--lease-notice-ttls` ttls after
+ *   it: src/core/generation-lease.ts `noticeAtMs`).
  *
  * The steady phases run at the target's ttl and keepalive period, so the projection only
  * multiplies by the number of generations (and claims); it never assumes an object is called
@@ -50,6 +50,7 @@ import {
 import { reportSessions } from "./scale-sessions-report.mjs";
 import { startServer } from "./server.mjs";
 import { UsageError, parseInteger, parseOptions } from "../src/cli/options.mjs";
+import { MAX_LEASE_NOTICE_TTLS } from "../src/core/generation-lease.ts";
 
 /** The projected deployment, also the measured one: ttl 15 s, a keepalive every 5 s. */
 const TTL_MS = 15_000;
@@ -69,13 +70,14 @@ export const SESSION_OPTIONS = /** @type {const} */ ({
   "session-generations": { type: "string", default: "20" },
   "session-claims": { type: "string", default: "100" },
   "session-steady-s": { type: "string", default: "120" },
+  "lease-notice-ttls": { type: "string", default: "0" },
 });
 export const SESSION_USAGE =
-  "[--session-generations N (0: none, else ≥ 2)] [--session-claims N per generation, ≤ 128] [--session-steady-s S]";
+  "[--session-generations N (0: none, else ≥ 2)] [--session-claims N per generation, ≤ 128] [--session-steady-s S] [--lease-notice-ttls N (the server's LEASE_NOTICE_TTLS, default 0)]";
 
 /**
- * @typedef {{ generations: number, claimsPerGeneration: number, steadyS: number }} SessionSettings
- * @param {{ "session-generations"?: string, "session-claims"?: string, "session-steady-s"?: string }} values
+ * @typedef {{ generations: number, claimsPerGeneration: number, steadyS: number, noticeTtls: number }} SessionSettings
+ * @param {{ "session-generations"?: string, "session-claims"?: string, "session-steady-s"?: string, "lease-notice-ttls"?: string }} values
  * @returns {SessionSettings}
  */
 export function sessionSettings(values) {
@@ -88,6 +90,7 @@ export function sessionSettings(values) {
     generations,
     claimsPerGeneration: int("--session-claims", values["session-claims"], 1, 128),
     steadyS: int("--session-steady-s", values["session-steady-s"], 15, 3_600),
+    noticeTtls: int("--lease-notice-ttls", values["lease-notice-ttls"], 0, MAX_LEASE_NOTICE_TTLS),
   };
 }
 
@@ -470,7 +473,7 @@ export async function runSessionWorkload({ serverUrl, token, client, lines, sett
     return async () => {
       const times = await Promise.all(
         watches.map(async (w) => {
-          // The alarm notices a lapse up to two ttls past the deadline; then the deliveries.
+          // The alarm notices a lapse at the deadline (or the notice grace after it); then the deliveries.
           await w.next((m) => m.type === "event" && m.reason === "expired", 120_000);
           const at = Date.now();
           w.ws.close(1000);
@@ -582,6 +585,7 @@ export async function runSessionWorkload({ serverUrl, token, client, lines, sett
     C,
     ttlMs: TTL_MS,
     keepaliveMs: KEEPALIVE_MS,
+    noticeTtls: settings.noticeTtls,
     target: TARGET,
     phases,
     measured,
@@ -619,7 +623,7 @@ async function main() {
   const lines = [];
   const shards = 16;
   const server = await startServer("npm-start", {
-    serveArgs: `--object-meter on --listing-shards ${shards}`,
+    serveArgs: `--object-meter on --listing-shards ${shards} --lease-notice-ttls ${settings.noticeTtls}`,
     onLine: (line) => {
       const m = parseMeterLine(line);
       if (m !== undefined) lines.push(m);

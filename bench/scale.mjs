@@ -85,7 +85,7 @@ const isListingWork = (/** @type {import("./scale-model.mjs").MeterLine} */ l) =
 /** How many of `lines` are the listing's work, counted as they arrive ({@link quiet} polls it). */
 let listingLines = 0;
 const server = await startServer("npm-start", {
-  serveArgs: `--object-meter on --listing-shards ${shards}`,
+  serveArgs: `--object-meter on --listing-shards ${shards} --lease-notice-ttls ${sessionsSettings.noticeTtls}`,
   onLine: (line) => {
     const m = parseMeterLine(line);
     if (m === undefined) return;

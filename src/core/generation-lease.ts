@@ -15,8 +15,8 @@
  *   the unwritten promises' persisted ttl; {@link deadlineAfterRestart} never yields a
  *   deadline earlier than any deadline answered before the restart, and exceeds the last one
  *   by at most the time from it to the fresh instance's first read.
- * - {@link noticeAtMs}: the alarm looks at a live lease at most {@link LEASE_NOTICE_TTLS} of
- *   its ttls after its deadline.
+ * - {@link noticeAtMs}: the alarm looks at a live lease at its deadline, or at most the
+ *   configured notice grace ({@link leaseNoticeTtls}) of its ttls after it.
  *
  * Does not: read a clock, touch storage or sockets (generation-object.ts does), or know
  * which claims an epoch bound (the object's store does).
@@ -68,19 +68,30 @@ export function keepLease(record: GenerationRecord, ttlMs: number, nowMs: number
 }
 
 /**
- * How many of its ttls after a lapsed lease's deadline the generation's alarm may notice it:
- * end the epoch, tell its channels and deliver the end to its bound claims. Anyone who asks
- * (a contending acquire, a `GET`, a keepalive) sees the exact deadline; only the unasked
- * notice waits. Two ttls let a kept lease's alarm fire about once per three ttls instead of
- * once per ttl, which is most of what a kept lease costs (docs/scale.md "Sessions"); the
- * object then notices within three ttls of the last keepalive, as Consul invalidates a
- * session within twice its TTL.
+ * How many of its ttls after a lapsed lease's deadline the generation's alarm waits before it
+ * notices the lapse: ends the epoch by itself, tells its channels and delivers the end to its
+ * bound claims. Anyone who asks (a contending acquire, a `GET`, a keepalive) sees the exact
+ * deadline whatever this is; only the unasked notice waits. By default none: the alarm is at
+ * the deadline and watchers hear `expired` within about a second of it (docs/protocol.md).
+ * A kept lease's alarm fires about once per ttl then, which is most of what a kept lease
+ * costs; a deployment may set `LEASE_NOTICE_TTLS` (up to {@link MAX_LEASE_NOTICE_TTLS}) to
+ * fire it about once per (1 + n) ttls instead, the notice then coming up to n ttls late, as
+ * Consul invalidates a session up to twice its TTL late (docs/generations.md).
  */
-export const LEASE_NOTICE_TTLS = 2;
+export const DEFAULT_LEASE_NOTICE_TTLS = 0;
+export const MAX_LEASE_NOTICE_TTLS = 3;
+
+/** The configured notice grace in ttls: a whole number 0…{@link MAX_LEASE_NOTICE_TTLS}, else the default. */
+export function leaseNoticeTtls(text: string | undefined): number {
+  const n = Number(text);
+  return text !== undefined && text !== "" && Number.isInteger(n) && n >= 0 && n <= MAX_LEASE_NOTICE_TTLS
+    ? n
+    : DEFAULT_LEASE_NOTICE_TTLS;
+}
 
 /** When the alarm should next look at a lease of `ttlMs` whose deadline is `deadlineMs`. */
-export function noticeAtMs(deadlineMs: number, ttlMs: number): number {
-  return deadlineMs + LEASE_NOTICE_TTLS * ttlMs + 1;
+export function noticeAtMs(deadlineMs: number, ttlMs: number, noticeTtls = DEFAULT_LEASE_NOTICE_TTLS): number {
+  return deadlineMs + noticeTtls * ttlMs + 1;
 }
 
 /**

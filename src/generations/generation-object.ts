@@ -15,9 +15,10 @@
  *   survived, their last ping + ttl, and writes that once. Pings on the channel are answered
  *   by the runtime without waking this object; it reads their times when its alarm or a
  *   claim needs the deadline.
- * - One alarm (only moved earlier), for a live lease at most two ttls past its deadline
- *   (`noticeAtMs`): it ends a lease nobody kept, re-arms for one that was kept, and retries
- *   what is owed (listing entries, lease ends). Anyone who asks sees the exact deadline.
+ * - One alarm (only moved earlier), for a live lease at its deadline, or the deployment's
+ *   notice grace after it (`noticeAtMs`, `LEASE_NOTICE_TTLS`): it ends a lease nobody kept,
+ *   re-arms for one that was kept, and retries what is owed (listing entries, lease ends).
+ *   Anyone who asks sees the exact deadline.
  * - The end of an epoch (expiry, `lease/end`, retired, failed) is committed first, then told
  *   to the channels (which are closed) and delivered to every claim it bound
  *   (lease-deliveries.ts), repeated until each acknowledges.
@@ -44,6 +45,7 @@ import {
   type LeasePromises,
   deadlineAfterRestart,
   leaseLive,
+  leaseNoticeTtls,
   noticeAtMs,
   promiseAfter,
 } from "../core/generation-lease.ts";
@@ -101,10 +103,13 @@ export class GenerationObject extends WatchedObject {
   private answered: { epoch: bigint; deadlineMs: number } | undefined;
   /** The longest ttl of the current epoch this instance answered or read: how late its alarm may notice a lapse. */
   private knownTtlMs = 0;
+  /** The deployment's notice grace in ttls (`LEASE_NOTICE_TTLS`, core/generation-lease.ts). */
+  private readonly noticeTtls: number;
 
   constructor(ctx: DurableObjectState, env: Env, settings?: ObjectSettings) {
     super(ctx, env, settings);
     this.store = new GenerationStore(ctx.storage);
+    this.noticeTtls = leaseNoticeTtls((env as { LEASE_NOTICE_TTLS?: string }).LEASE_NOTICE_TTLS);
     this.watchers = new LeaseChannels(ctx, null, this.settings);
     this.watchers.onFramesSent = (n) => this.meter.add("frames", n);
     const retry = new DeliveryRetry(this.alarms, () => this.clock.nowMs());
@@ -232,7 +237,7 @@ export class GenerationObject extends WatchedObject {
     const { record } = after;
     if (leaseLive(record, this.clock.nowMs())) {
       if (record.leaseExpiresAtMs !== announced?.deadlineMs) this.watchers.announce(record);
-      await this.alarms.ensure(noticeAtMs(record.leaseExpiresAtMs, this.noticeTtlMs()));
+      await this.alarms.ensure(noticeAtMs(record.leaseExpiresAtMs, this.noticeTtlMs(), this.noticeTtls));
     }
     await this.deliveries.deliver(record.id, endedThrough(record, this.clock.nowMs()));
   }
@@ -264,7 +269,7 @@ export class GenerationObject extends WatchedObject {
         d.leaseEnded !== undefined
           ? nowMs + DELIVERY_CHECK_MS
           : d.record !== undefined && d.record.leaseExpiresAtMs !== 0
-            ? noticeAtMs(d.record.leaseExpiresAtMs, this.noticeTtlMs())
+            ? noticeAtMs(d.record.leaseExpiresAtMs, this.noticeTtlMs(), this.noticeTtls)
             : undefined,
       publish: (d) => {
         if (d.leaseEnded !== undefined) this.watchers.end(d.leaseEnded.epoch, d.leaseEnded.reason);

@@ -13,17 +13,19 @@
  * errors (exit 2). A port already in use (another `npm start`) prints one line saying so and
  * what to do, and exits 1 without starting workerd. `--listing-index off` sets `LISTING_INDEX = "off"` (no outbox, no index
  * feeding: the bench's comparison, docs/listing.md); on by default, as deployed.
- * `--listing-shards N` sets `LISTING_SHARDS` (docs/listing.md); `--object-meter on` sets
+ * `--listing-shards N` sets `LISTING_SHARDS` (docs/listing.md); `--lease-notice-ttls N` sets
+ * `LEASE_NOTICE_TTLS` (docs/generations.md "When a lapse is noticed"); `--object-meter on` sets
  * `OBJECT_METER = "on"`: one JSON line per Durable Object call (the scale model's counts,
  * docs/scale.md).
  */
 import { parseArgs } from "node:util";
 import { PortInUseError, startLocalServer } from "./local-server.ts";
+import { MAX_LEASE_NOTICE_TTLS, leaseNoticeTtls } from "../core/generation-lease.ts";
 
 function usage(message: string): never {
   console.error(`shiftlock serve: ${message}`);
   console.error(
-    "usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist] [--inspector-port P] [--listing-index on|off] [--listing-shards N] [--object-meter on|off]",
+    "usage: serve [--host 127.0.0.1] [--port 8787] [--persist-to .wrangler/state] [--bundle dist] [--inspector-port P] [--listing-index on|off] [--listing-shards N] [--lease-notice-ttls N] [--object-meter on|off]",
   );
   process.exit(2);
 }
@@ -36,6 +38,7 @@ let values: {
   "inspector-port"?: string;
   "listing-index": string;
   "listing-shards"?: string;
+  "lease-notice-ttls"?: string;
   "object-meter": string;
 };
 try {
@@ -48,6 +51,7 @@ try {
       "inspector-port": { type: "string" },
       "listing-index": { type: "string", default: "on" },
       "listing-shards": { type: "string" },
+      "lease-notice-ttls": { type: "string" },
       "object-meter": { type: "string", default: "off" },
     },
     strict: true,
@@ -68,6 +72,10 @@ const objectMeter = values["object-meter"];
 if (objectMeter !== "on" && objectMeter !== "off") usage("--object-meter must be on or off");
 const shards = values["listing-shards"];
 if (shards !== undefined && !/^[1-9][0-9]{0,3}$/.test(shards)) usage("--listing-shards must be an integer 1..1024");
+const noticeTtls = values["lease-notice-ttls"];
+if (noticeTtls !== undefined && String(leaseNoticeTtls(noticeTtls)) !== noticeTtls) {
+  usage(`--lease-notice-ttls must be an integer 0..${MAX_LEASE_NOTICE_TTLS}`);
+}
 
 const server = await startLocalServer({
   host: values.host,
@@ -79,6 +87,7 @@ const server = await startLocalServer({
     LISTING_INDEX: values["listing-index"],
     OBJECT_METER: objectMeter,
     ...(shards === undefined ? {} : { LISTING_SHARDS: shards }),
+    ...(noticeTtls === undefined ? {} : { LEASE_NOTICE_TTLS: noticeTtls }),
   },
 }).catch((err: unknown) => {
   if (!(err instanceof PortInUseError)) throw err;

@@ -4,10 +4,12 @@
 // and when the alarm looks at a live lease.
 import { describe, expect, it } from "vitest";
 import {
-  LEASE_NOTICE_TTLS,
+  DEFAULT_LEASE_NOTICE_TTLS,
+  MAX_LEASE_NOTICE_TTLS,
   deadlineAfterRestart,
   keepLease,
   leaseLive,
+  leaseNoticeTtls,
   noticeAtMs,
   promiseAfter,
 } from "../../src/core/generation-lease.ts";
@@ -168,8 +170,11 @@ describe("unwritten promises and the restart rule", () => {
     });
   });
 
-  it("the alarm looks at a live lease two ttls after its deadline at the latest", () => {
-    expect(LEASE_NOTICE_TTLS).toBe(2);
-    expect(noticeAtMs(T0, TTL)).toBe(T0 + 2 * TTL + 1);
+  it("the alarm looks at a live lease at its deadline, or the deployment's notice grace after it", () => {
+    expect(DEFAULT_LEASE_NOTICE_TTLS).toBe(0);
+    expect(noticeAtMs(T0, TTL)).toBe(T0 + 1);
+    expect(noticeAtMs(T0, TTL, 2)).toBe(T0 + 2 * TTL + 1);
+    expect([undefined, "", "2", "3", "4", "-1", "1.5", "x"].map(leaseNoticeTtls)).toEqual([0, 0, 2, 3, 0, 0, 0, 0]);
+    expect(MAX_LEASE_NOTICE_TTLS).toBe(3);
   });
 });

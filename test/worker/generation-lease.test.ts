@@ -67,7 +67,7 @@ describe("the generation's lease", { timeout: 60_000 }, () => {
       await w.next();
       watchers.push(w);
     }
-    // Armed no later than two ttls past the lease's deadline (the listing's delivery check may come first).
+    // Armed no later than the lease's deadline (the listing's delivery check may come first).
     expect(await runInDurableObject(g.stubOf(), (_i, state) => state.storage.getAlarm())).toBeLessThanOrEqual(
       noticeAtMs(lease.leaseExpiresAtMs, TTL),
     );

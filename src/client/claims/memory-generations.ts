@@ -12,9 +12,8 @@
  * - {@link MemoryGenerations.view} answers what the generation object answers a claim.
  *
  * Does not: persist anything or keep promise ttls (an in-memory lease never restarts), or
- * wait to notice a lapse: its timer ends a lease at the deadline, where the generation object
- * may notice it up to two ttls later (core/generation-lease.ts `noticeAtMs`; an alarm costs
- * money there, a timer nothing here). Both answer anyone who asks with the exact deadline.
+ * apply a deployment's notice grace (`LEASE_NOTICE_TTLS`, core/generation-lease.ts): its
+ * timer ends a lease at the deadline, as the generation object does by default.
  */
 import type { Clock } from "../../core/clock.ts";
 import type { LeaseView } from "../../core/claim-leases.ts";
