@@ -1,6 +1,7 @@
 /**
  * The generation's lease (docs/protocol.md#sessions) as pure functions of (record, command,
- * nowMs): keepalive, end, expiry, and the restart rule of the persisted horizon.
+ * nowMs): keepalive, end, expiry, the restart rule of the unwritten promises, and when the
+ * alarm looks at a live lease.
  *
  * Guarantees:
  * - A lease is live at `nowMs` while `nowMs <= leaseExpiresAtMs` (expiry is strict, as for
