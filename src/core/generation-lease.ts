@@ -68,6 +68,22 @@ export function keepLease(record: GenerationRecord, ttlMs: number, nowMs: number
   return expired.ended === undefined ? { record: next } : { record: next, ended: expired.ended };
 }
 
+/** The last epoch whose end is owed to its claims: the current one once it is not live. */
+export function endedThrough(record: GenerationRecord, nowMs: number): bigint {
+  return leaseLive(record, nowMs) ? record.leaseEpoch - 1n : record.leaseEpoch;
+}
+
+/** True when `a` and `b` differ in nothing but the lease deadline (a keepalive's change). */
+export function sameButDeadline(a: GenerationRecord, b: GenerationRecord): boolean {
+  return (
+    a.state === b.state &&
+    a.reason === b.reason &&
+    a.updatedAtMs === b.updatedAtMs &&
+    a.leaseEpoch === b.leaseEpoch &&
+    (a.leaseExpiresAtMs === 0) === (b.leaseExpiresAtMs === 0)
+  );
+}
+
 /**
  * How many of its ttls after a lapsed lease's deadline the generation's alarm waits before it
  * notices the lapse: ends the epoch by itself, tells its channels and delivers the end to its

@@ -44,10 +44,12 @@ import type { GenerationDecision } from "../core/generation-machine.ts";
 import {
   type LeasePromises,
   deadlineAfterRestart,
+  endedThrough,
   leaseLive,
   leaseNoticeTtls,
   noticeAtMs,
   promiseAfter,
+  sameButDeadline,
 } from "../core/generation-lease.ts";
 import type { LeaseView } from "../core/claim-leases.ts";
 import { type OperationRecord, isRememberedStatus, replay, requestFingerprint } from "../core/claim-operations.ts";
@@ -65,12 +67,9 @@ import { DELIVERY_CHECK_MS, DeliveryRetry } from "../durable/delivery-retry.ts";
 import { meterMethods } from "../durable/object-meter.ts";
 import type { ObjectSettings } from "../durable/object-settings.ts";
 import { jsonResponse } from "../durable/websocket.ts";
-import { LeaseChannels } from "./lease-channel.ts";
+import { LeaseChannels, leaseChannelParams } from "./lease-channel.ts";
 import { LeaseEndDeliveries } from "./lease-deliveries.ts";
 import { GenerationStore } from "./store.ts";
-
-/** Internal query parameters of the lease channel upgrade the router forwards. */
-export const LEASE_CHANNEL_PARAMS = { id: "id", ttlMs: "ttlMs" } as const;
 
 /** How a keepalive was answered: which promise ttl covers it (core/generation-lease.ts). */
 type Answered = { via: "http" | "channel"; ttlMs: number };
@@ -87,12 +86,6 @@ type Loaded = { record: GenerationRecord; promises: LeasePromises };
 
 const NO_PROMISES: LeasePromises = { httpTtlMs: 0, channelTtlMs: 0 };
 
-function channelParams(url: URL): { id: string; ttlMs: number } | undefined {
-  const id = url.searchParams.get(LEASE_CHANNEL_PARAMS.id) ?? "";
-  const ttlMs = Number(url.searchParams.get(LEASE_CHANNEL_PARAMS.ttlMs));
-  return id === "" || !Number.isSafeInteger(ttlMs) || ttlMs <= 0 ? undefined : { id, ttlMs };
-}
-
 export class GenerationObject extends WatchedObject {
   private readonly store: GenerationStore;
   protected override readonly watchers: LeaseChannels;
@@ -101,8 +94,6 @@ export class GenerationObject extends WatchedObject {
   private readonly deliveries: LeaseEndDeliveries;
   /** The lease deadline this instance last answered (undefined until it first read the row). */
   private answered: { epoch: bigint; deadlineMs: number } | undefined;
-  /** The longest ttl of the current epoch this instance answered or read: how late its alarm may notice a lapse. */
-  private knownTtlMs = 0;
   /** The deployment's notice grace in ttls (`LEASE_NOTICE_TTLS`, core/generation-lease.ts). */
   private readonly noticeTtls: number;
 
@@ -175,7 +166,7 @@ export class GenerationObject extends WatchedObject {
 
   /** The lease channel upgrade (the router has authenticated and validated). */
   override fetch(request: Request): Promise<Response> {
-    const params = channelParams(new URL(request.url));
+    const params = leaseChannelParams(new URL(request.url));
     if (params !== undefined) {
       // Refused before upgrading, and before anything is written (a 101 cannot carry a 404).
       const probe = decideKeepalive(this.load(params.id)?.record, params.ttlMs, this.clock.nowMs());
@@ -237,7 +228,7 @@ export class GenerationObject extends WatchedObject {
     const { record } = after;
     if (leaseLive(record, this.clock.nowMs())) {
       if (record.leaseExpiresAtMs !== announced?.deadlineMs) this.watchers.announce(record);
-      await this.alarms.ensure(noticeAtMs(record.leaseExpiresAtMs, this.noticeTtlMs(), this.noticeTtls));
+      await this.alarms.ensure(this.noticeAt(record.leaseExpiresAtMs, after.promises));
     }
     await this.deliveries.deliver(record.id, endedThrough(record, this.clock.nowMs()));
   }
@@ -269,7 +260,7 @@ export class GenerationObject extends WatchedObject {
         d.leaseEnded !== undefined
           ? nowMs + DELIVERY_CHECK_MS
           : d.record !== undefined && d.record.leaseExpiresAtMs !== 0
-            ? noticeAtMs(d.record.leaseExpiresAtMs, this.noticeTtlMs(), this.noticeTtls)
+            ? this.noticeAt(d.record.leaseExpiresAtMs, before?.promises ?? NO_PROMISES, options.answered?.ttlMs)
             : undefined,
       publish: (d) => {
         if (d.leaseEnded !== undefined) this.watchers.end(d.leaseEnded.epoch, d.leaseEnded.reason);
@@ -303,10 +294,7 @@ export class GenerationObject extends WatchedObject {
     const promises = next.leaseExpiresAtMs === 0 ? NO_PROMISES : { ...(before?.promises ?? NO_PROMISES) };
     const answered = options.answered;
     let raised = false;
-    // The notice is counted in the current epoch's ttls, not an earlier epoch's.
-    if (before === undefined || next.leaseEpoch !== before.record.leaseEpoch) this.knownTtlMs = 0;
     if (d.ok && answered !== undefined && next.leaseExpiresAtMs !== 0) {
-      this.knownTtlMs = Math.max(this.knownTtlMs, answered.ttlMs);
       // An HTTP keepalive promises its deadline; a channel, every ping's time + its ttl.
       const key = answered.via === "http" ? "httpTtlMs" : "channelTtlMs";
       const raisedTo = promiseAfter(promises[key], answered.ttlMs);
@@ -325,9 +313,16 @@ export class GenerationObject extends WatchedObject {
     this.answered = { epoch: next.leaseEpoch, deadlineMs: next.leaseExpiresAtMs };
   }
 
-  /** The ttl the alarm's notice grace is counted in: the longest known, else the channel default. */
-  private noticeTtlMs(): number {
-    return Math.max(this.knownTtlMs, this.watchers.maxTtlMs()) || DEFAULT_LEASE_CHANNEL_TTL_MS;
+  /**
+   * When the alarm next looks at a lease whose deadline is `deadlineMs` (`noticeAtMs`): the
+   * deployment's grace is counted in the longest ttl the lease's promises, its open channels
+   * and the keepalive being answered name, else the channel default.
+   */
+  private noticeAt(deadlineMs: number, promises: LeasePromises, answeredTtlMs = 0): number {
+    const ttlMs =
+      Math.max(promises.httpTtlMs, promises.channelTtlMs, answeredTtlMs, this.watchers.maxTtlMs()) ||
+      DEFAULT_LEASE_CHANNEL_TTL_MS;
+    return noticeAtMs(deadlineMs, ttlMs, this.noticeTtls);
   }
 
   /**
@@ -355,7 +350,6 @@ export class GenerationObject extends WatchedObject {
         liveChannelDeadlineMs: survived ? channelsMs : undefined,
         nowMs: this.clock.nowMs(),
       });
-      this.knownTtlMs = Math.max(this.knownTtlMs, promises.httpTtlMs, promises.channelTtlMs);
       if (fold.write !== undefined) {
         record = { ...record, leaseExpiresAtMs: fold.deadlineMs };
         promises = fold.write;
@@ -390,22 +384,6 @@ export class GenerationObject extends WatchedObject {
   private readonly stage = (record: GenerationRecord): void => {
     this.outbox.stage({ kind: "generation", key: record.id, record: generationToWire(record) });
   };
-}
-
-/** The last epoch whose end is owed to its claims: the current one once it is not live. */
-function endedThrough(record: GenerationRecord, nowMs: number): bigint {
-  return leaseLive(record, nowMs) ? record.leaseEpoch - 1n : record.leaseEpoch;
-}
-
-/** True when `a` and `b` differ in nothing but the lease deadline. */
-function sameButDeadline(a: GenerationRecord, b: GenerationRecord): boolean {
-  return (
-    a.state === b.state &&
-    a.reason === b.reason &&
-    a.updatedAtMs === b.updatedAtMs &&
-    a.leaseEpoch === b.leaseEpoch &&
-    (a.leaseExpiresAtMs === 0) === (b.leaseExpiresAtMs === 0)
-  );
 }
 
 meterMethods(GenerationObject.prototype, [

@@ -14,6 +14,8 @@
  *   the latest `ping time + ttl` over the open channels: the evidence the object reads when
  *   its alarm or a claim needs the deadline. No ping costs a request or a row.
  * - {@link announce} and {@link end} never throw: a socket that cannot be sent to is closed.
+ * - {@link LEASE_CHANNEL_PARAMS} names the upgrade's internal query parameters once, for the
+ *   router that writes them and the object that reads them ({@link leaseChannelParams}).
  *
  * Does not: decide whether the lease is live (core/generation-lease.ts) or persist anything
  * (the row keeps the channels' ttl, which bounds these pings should the channels vanish).
@@ -23,6 +25,16 @@ import type { GenerationRecord, LeaseEndReason } from "../protocol/generations.t
 import { generationToWire } from "../protocol/generations.ts";
 import { type SubscriberAttachment, Subscribers } from "../durable/fan-out.ts";
 import { closeQuietly, readClientMessage } from "../durable/websocket.ts";
+
+/** Internal query parameters of the lease channel upgrade the router forwards to the object. */
+export const LEASE_CHANNEL_PARAMS = { id: "id", ttlMs: "ttlMs" } as const;
+
+/** The upgrade's parameters as the object reads them, or undefined when the request is no channel upgrade. */
+export function leaseChannelParams(url: URL): { id: string; ttlMs: number } | undefined {
+  const id = url.searchParams.get(LEASE_CHANNEL_PARAMS.id) ?? "";
+  const ttlMs = Number(url.searchParams.get(LEASE_CHANNEL_PARAMS.ttlMs));
+  return id === "" || !Number.isSafeInteger(ttlMs) || ttlMs <= 0 ? undefined : { id, ttlMs };
+}
 
 /** A channel's attachment: the fan-out's, plus the ttl its pings extend by and a non-auto ping's time. */
 interface ChannelAttachment extends SubscriberAttachment {

@@ -16,7 +16,7 @@ import {
   registerGeneration,
   updateGeneration,
 } from "../protocol/generation-routes.ts";
-import { LEASE_CHANNEL_PARAMS } from "../generations/generation-object.ts";
+import { LEASE_CHANNEL_PARAMS } from "../generations/lease-channel.ts";
 import { DEFAULT_LEASE_CHANNEL_TTL_MS } from "../protocol/generations.ts";
 import type { AppEnv } from "./app-env.ts";
 import type { AppContext } from "./mount.ts";
