@@ -98,6 +98,7 @@ import { MemoryClaim } from "./memory-claim.ts";
 import { MemoryGenerations } from "./memory-generations.ts";
 import { openLeaseChannel } from "./lease-channel.ts";
 import { MemoryLeaseSockets } from "./memory-lease-sockets.ts";
+import { MemoryAlarms } from "../memory-alarms.ts";
 
 export interface MemoryClaimsBackendOptions {
   /** Time source and expiry timers. Default: the system clock. Tests pass a `ManualClock`. */
@@ -111,7 +112,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   /** Time source and expiry timers. */
   protected readonly clock: Clock;
   private readonly claims = new Map<string, MemoryClaim>();
-  private readonly timers = new Map<string, { deadline: number; controller: AbortController }>();
+  private readonly alarms: MemoryAlarms;
   private readonly generations: MemoryGenerations;
   private readonly leaseSockets = new MemoryLeaseSockets({
     open: (id, ttlMs) => {
@@ -131,6 +132,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   constructor(options: MemoryClaimsBackendOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.alarms = new MemoryAlarms(this.clock);
     this.namespace = options.namespace ?? "memory";
     // An epoch's end reaches every claim at once, as the generation object's delivery does.
     this.generations = new MemoryGenerations(this.clock, (generationId, ended) => {
@@ -458,8 +460,7 @@ export class MemoryClaimsBackend implements ClaimsBackend {
   close(): Promise<void> {
     this.closed = true;
     this.leaseSockets.closeAll();
-    for (const t of this.timers.values()) t.controller.abort();
-    this.timers.clear();
+    this.alarms.close();
     this.generations.close();
     for (const s of this.claims.values()) s.endWatchers();
     return Promise.resolve();
@@ -467,22 +468,9 @@ export class MemoryClaimsBackend implements ClaimsBackend {
 
   /** (Re-)arm the expiry timer of a claim at its deadline on the injected clock. */
   private arm(claim: MemoryClaim): void {
-    const deadline = nextDeadlineMs(claim.record);
-    const previous = this.timers.get(claim.name);
-    if (previous !== undefined && previous.deadline === deadline) return; // already armed there
-    previous?.controller.abort();
-    this.timers.delete(claim.name);
-    if (deadline === undefined || this.closed) return;
-    const armed = { deadline, controller: new AbortController() };
-    this.timers.set(claim.name, armed);
-    this.clock.sleep(deadline - this.clock.nowMs(), armed.controller.signal).then(
-      () => {
-        if (this.timers.get(claim.name) !== armed) return;
-        this.timers.delete(claim.name);
-        claim.run({ kind: "expire" }, this.clock.nowMs());
-        this.arm(claim);
-      },
-      () => {},
-    );
+    this.alarms.arm(claim.name, nextDeadlineMs(claim.record), () => {
+      claim.run({ kind: "expire" }, this.clock.nowMs());
+      this.arm(claim);
+    });
   }
 }

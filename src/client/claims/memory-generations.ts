@@ -21,17 +21,19 @@ import { leaseLive } from "../../core/generation-lease.ts";
 import { decideTouch, type GenerationDecision } from "../../core/generation-machine.ts";
 import type { LeaseEnd } from "../../core/generation-lease.ts";
 import type { GenerationRecord } from "../../protocol/generations.ts";
+import { MemoryAlarms } from "../memory-alarms.ts";
 
 export class MemoryGenerations {
   private readonly records = new Map<string, GenerationRecord>();
-  private readonly timers = new Map<string, AbortController>();
-  private closed = false;
+  private readonly alarms: MemoryAlarms;
 
   constructor(
     private readonly clock: Clock,
     /** Told of every epoch that ended, after the record was stored. */
     private readonly onLeaseEnded: (generationId: string, ended: LeaseEnd) => void,
-  ) {}
+  ) {
+    this.alarms = new MemoryAlarms(clock);
+  }
 
   /** The stored record of `id` (no expiry applied: decide with it). */
   get(id: string): GenerationRecord | undefined {
@@ -63,25 +65,12 @@ export class MemoryGenerations {
 
   /** Stop every timer (backend closed). */
   close(): void {
-    this.closed = true;
-    for (const t of this.timers.values()) t.abort();
-    this.timers.clear();
+    this.alarms.close();
   }
 
   /** (Re-)arm the lease timer of a generation at its deadline on the injected clock. */
   private arm(record: GenerationRecord): void {
-    this.timers.get(record.id)?.abort();
-    this.timers.delete(record.id);
-    if (record.leaseExpiresAtMs === 0 || this.closed) return;
-    const controller = new AbortController();
-    this.timers.set(record.id, controller);
-    this.clock.sleep(record.leaseExpiresAtMs + 1 - this.clock.nowMs(), controller.signal).then(
-      () => {
-        if (this.timers.get(record.id) !== controller) return;
-        this.timers.delete(record.id);
-        this.settle(decideTouch(this.records.get(record.id), this.clock.nowMs()));
-      },
-      () => {},
-    );
+    const atMs = record.leaseExpiresAtMs === 0 ? undefined : record.leaseExpiresAtMs + 1;
+    this.alarms.arm(record.id, atMs, () => this.settle(decideTouch(this.records.get(record.id), this.clock.nowMs())));
   }
 }

@@ -62,6 +62,7 @@ import { listScopes } from "../../protocol/listing-routes.ts";
 import type { ScopeSummary } from "../../protocol/listing.ts";
 import { followCursors, memoryPage, type PageOptions } from "../listing.ts";
 import { HeldWriteLease, type LeaseDriver, type LeaseGrant, type LeaseTimingOptions } from "./write-lease.ts";
+import { MemoryAlarms } from "../memory-alarms.ts";
 
 export interface MemoryCoordinatorOptions extends LeaseTimingOptions {
   /** Time source for expiry, waiter timeouts and keepalives. Default: the system clock. */
@@ -71,9 +72,6 @@ export interface MemoryCoordinatorOptions extends LeaseTimingOptions {
   /** The namespace the coordinator stands for; only fence keys show it. Default `"memory"`. */
   namespace?: string;
 }
-
-/** The largest alarm delay timers accept (2^31−1 ms); a longer wait simply re-arms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface PendingWait {
   resolve: (grant: { lease: LeaseGrant; grantedAtMs: number }) => void;
@@ -85,7 +83,8 @@ interface ScopeEntry {
   watchers: Set<MemoryWatch>;
   history: { event: WireCoordEvent; previousGeneration: bigint }[];
   pending: Map<string, PendingWait>;
-  alarm: AbortController | undefined;
+  /** The scope's key among the coordinator's scopes (and its alarm's). */
+  name: string;
 }
 
 export class MemoryCoordinator implements Coordinator {
@@ -93,10 +92,12 @@ export class MemoryCoordinator implements Coordinator {
   private readonly historyLimit: number;
   private readonly timing: LeaseTimingOptions;
   private readonly scopes = new Map<string, ScopeEntry>();
+  private readonly alarms: MemoryAlarms;
   private readonly namespace: string;
 
   constructor(options: MemoryCoordinatorOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.alarms = new MemoryAlarms(this.clock);
     this.namespace = options.namespace ?? "memory";
     this.historyLimit = options.historyLimit ?? RETAINED_EVENTS;
     this.timing = { safetyMarginMs: options.safetyMarginMs, releaseTimeoutMs: options.releaseTimeoutMs };
@@ -238,8 +239,8 @@ export class MemoryCoordinator implements Coordinator {
 
   /** Stop every timer and end every watch (the coordinator is unusable afterwards). */
   close(): void {
+    this.alarms.close();
     for (const entry of this.scopes.values()) {
-      entry.alarm?.abort();
       for (const watch of [...entry.watchers]) watch.close();
       for (const pending of entry.pending.values())
         pending.reject(new ShiftlockError("lease_lost", "coordinator closed"));
@@ -255,7 +256,7 @@ export class MemoryCoordinator implements Coordinator {
     const name = JSON.stringify([id.volumeId, id.objectStoreId, id.key]);
     let entry = this.scopes.get(name);
     if (entry === undefined) {
-      entry = { state: emptyScopeState(id), watchers: new Set(), history: [], pending: new Map(), alarm: undefined };
+      entry = { state: emptyScopeState(id), watchers: new Set(), history: [], pending: new Map(), name };
       this.scopes.set(name, entry);
     }
     return entry;
@@ -292,19 +293,9 @@ export class MemoryCoordinator implements Coordinator {
 
   /** Re-arm the scope's alarm to its earliest deadline (lease expiry or waiter timeout). */
   private arm(entry: ScopeEntry): void {
-    entry.alarm?.abort();
-    entry.alarm = undefined;
-    const deadline = nextDeadlineMs(entry.state);
-    if (deadline === undefined) return;
-    const alarm = new AbortController();
-    entry.alarm = alarm;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, deadline - this.clock.nowMs()));
-    this.clock.sleep(delay, alarm.signal).then(
-      () => {
-        if (!alarm.signal.aborted) this.apply(entry, { kind: "expire" });
-      },
-      () => undefined,
-    );
+    this.alarms.arm(entry.name, nextDeadlineMs(entry.state), () => {
+      this.apply(entry, { kind: "expire" });
+    });
   }
 
   private replay(entry: ScopeEntry, afterGeneration: bigint): CoordEvent[] {
