@@ -18,7 +18,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../e2e/server.ts";
 import { RELEASE_BOUND_MS } from "./check/bound-release.ts";
 import { listingVerdict } from "./check/listing.ts";
 import { holdEverything } from "./crash-setup.ts";
@@ -77,7 +76,6 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
   const faultRng = root.fork();
   const stateDir = mkdtempSync(join(tmpdir(), "shiftlock-torture-state-"));
   const server = new ServerProcess(
-    await freePort(),
     stateDir,
     options.plant === "listing-off" ? "--listing-index off" : "",
     options.serverLogPath,
@@ -93,8 +91,8 @@ export async function runTorture(options: RunOptions): Promise<RunFigures> {
     namespace,
     startedAtMs: Date.now(),
   });
-  options.log(`server ${server.url}, state ${stateDir}, history ${options.historyPath}`);
   await server.start();
+  options.log(`server ${server.url}, state ${stateDir}, history ${options.historyPath}`);
 
   const figures: RunFigures = {
     ops: 0,

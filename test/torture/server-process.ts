@@ -4,6 +4,9 @@
  * a fault reaches the front and workerd together.
  *
  * Guarantees:
+ * - The first start picks its own port (`--port 0`, read from the line it prints): a port
+ *   probed free and bound later could be taken in between by another test's server. Every
+ *   restart binds that same port again, so clients keep their URL.
  * - `crash()` is SIGKILL to the whole group and returns once no process of it is left;
  *   `restart()` starts the same command on the same port and state directory and returns
  *   once `/healthz` answers.
@@ -27,19 +30,22 @@ export class ServerProcess {
   private child: ChildProcess | undefined;
   private output = "";
   private starts = 0;
-  readonly url: string;
+  /** The port the first start bound (0 until then). */
+  private port = 0;
   /** How long the longest start so far took, from spawn to `/healthz` answering (ms). */
   longestStartMs = 0;
 
   constructor(
-    readonly port: number,
     readonly stateDir: string,
     /** Added to the serving command of every start but the first. */
     private readonly restartArgs = "",
     /** Where to append the server's output, all starts together (none: kept only in memory). */
     private readonly logPath?: string,
-  ) {
-    this.url = `http://127.0.0.1:${port}`;
+  ) {}
+
+  /** The server's URL (known once the first start printed its port). */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
   }
 
   /** Start (or restart) the server; resolves once it serves. */
@@ -58,7 +64,9 @@ export class ServerProcess {
     child.stderr?.on("data", (d: Buffer) => this.keep(d));
     const deadline = Date.now() + timeoutMs;
     for (;;) {
+      this.port ||= Number(/^shiftlock listening on http:\/\/[^:\s]+:(\d+)/m.exec(this.output)?.[1] ?? 0);
       try {
+        if (this.port === 0) throw new Error("no port printed yet");
         const res = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(1_000) });
         if (res.ok) {
           this.longestStartMs = Math.max(this.longestStartMs, Date.now() - startedAtMs);
